@@ -1,0 +1,37 @@
+# Every target creates .venv from requirements.txt when it is missing or stale.
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# pytest-xdist workers; CI has 2 cores.
+JOBS   ?= auto
+
+.PHONY: venv book test bench assignments clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+## book: build the website into _build/html (warnings are errors, cells must not fail)
+book: $(STAMP)
+	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
+
+## test: the whole test suite (builds the book once, grades every test class)
+test: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup
+
+## bench: benchmarks/ (ratios against a baseline measured in the same run)
+bench: $(STAMP)
+	mkdir -p _build
+	for f in benchmarks/bench_*.py; do $(PY) $$f || exit 1; done
+
+## assignments: regenerate exercises/ from solutions/ with nbgrader
+assignments: $(STAMP)
+	$(PY) -m autograder release
+
+clean:
+	rm -rf _build .grading

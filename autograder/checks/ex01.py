@@ -1,0 +1,124 @@
+"""Checks for ``ex01_python_attention`` (pure-Python softmax and attention)."""
+
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+from autograder.reference import python_attention as ref
+from autograder.testing import (
+    assert_close,
+    check_list_of_floats,
+    check_matrix_of_floats,
+    check_pure_python,
+    expect_value_error,
+    fail,
+)
+
+# Pure-Python sums of a handful of products: agreement to 1e-9 relative is generous.
+RTOL, ATOL = 1e-9, 1e-12
+
+
+def _matrix(rng: random.Random, rows: int, cols: int, scale: float = 1.0) -> list[list[float]]:
+    return [[rng.gauss(0.0, scale) for _ in range(cols)] for _ in range(rows)]
+
+
+def _call(fn: Callable, *args, what: str):
+    try:
+        return fn(*args)
+    except NotImplementedError:
+        fail(f"{what}: not implemented yet (the stub raises NotImplementedError)")
+    except Exception as exc:  # noqa: BLE001
+        fail(f"{what}: raised {type(exc).__name__}: {exc}")
+
+
+def softmax_matches_reference(softmax: Callable, seed: int = 1) -> None:
+    """softmax of random rows (lengths 1 to 12) equals the reference."""
+    rng = random.Random(seed)
+    for T in list(range(1, 13)) + [3, 7]:
+        row = [rng.uniform(-6.0, 6.0) for _ in range(T)]
+        got = _call(softmax, list(row), what=f"softmax of a random row of length {T}")
+        check_list_of_floats(got, T, f"softmax of a row of length {T}")
+        if abs(sum(got) - 1.0) > 1e-9:
+            fail(f"softmax of a row of length {T}: weights sum to {sum(got):.6g}, not 1")
+        assert_close(got, ref.softmax(row), f"softmax of a random row of length {T}",
+                     rtol=RTOL, atol=ATOL)
+
+
+def softmax_is_stable(softmax: Callable) -> None:
+    """softmax of very large or very negative scores neither overflows nor underflows to 0/0."""
+    rows = [
+        [1000.0, 1001.0],
+        [-1000.0, -1001.0, -999.0],
+        [710.0, 0.0, -710.0],
+        [1e4, 1e4 - 1.0, 1e4 - 2.0],
+        [-2e4, -2e4],
+        [800.0],
+    ]
+    for row in rows:
+        what = f"softmax of scores of magnitude {max(abs(x) for x in row):g}"
+        got = _call(softmax, list(row), what=what)
+        check_list_of_floats(got, len(row), what)
+        assert_close(got, ref.softmax(row), what, rtol=RTOL, atol=ATOL)
+
+
+def softmax_rejects_empty(softmax: Callable) -> None:
+    """softmax([]) raises ValueError."""
+    expect_value_error(softmax, ([],), "softmax([])")
+
+
+def attention_matches_reference(attention: Callable, seed: int = 2) -> None:
+    """Attention of random square inputs (T_q == T_k) equals the reference."""
+    rng = random.Random(seed)
+    for T, d_k, d_v in [(1, 1, 1), (2, 3, 2), (4, 4, 4), (5, 8, 3), (6, 2, 7), (3, 16, 1)]:
+        Q, K, V = _matrix(rng, T, d_k), _matrix(rng, T, d_k), _matrix(rng, T, d_v)
+        what = f"attention with T = {T}, d_k = {d_k}, d_v = {d_v}"
+        got = _call(attention, Q, K, V, what=what)
+        check_matrix_of_floats(got, T, d_v, what)
+        assert_close(got, ref.scaled_dot_product_attention(Q, K, V), what, rtol=RTOL, atol=ATOL)
+
+
+def attention_rectangular(attention: Callable, seed: int = 3) -> None:
+    """Attention with T_q != T_k (more or fewer queries than keys) equals the reference."""
+    rng = random.Random(seed)
+    for T_q, T_k, d_k, d_v in [(1, 5, 4, 2), (5, 1, 3, 3), (2, 7, 2, 5), (6, 3, 8, 1)]:
+        Q, K, V = _matrix(rng, T_q, d_k), _matrix(rng, T_k, d_k), _matrix(rng, T_k, d_v)
+        what = f"attention with T_q = {T_q}, T_k = {T_k}, d_k = {d_k}, d_v = {d_v}"
+        got = _call(attention, Q, K, V, what=what)
+        check_matrix_of_floats(got, T_q, d_v, what)
+        assert_close(got, ref.scaled_dot_product_attention(Q, K, V), what, rtol=RTOL, atol=ATOL)
+
+
+def attention_is_stable(attention: Callable, seed: int = 4) -> None:
+    """Attention with scores in the thousands gives finite, correct outputs."""
+    rng = random.Random(seed)
+    for T_q, T_k, d_k, scale in [(3, 4, 4, 40.0), (2, 5, 16, 30.0), (4, 2, 1, 100.0)]:
+        Q, K = _matrix(rng, T_q, d_k, scale), _matrix(rng, T_k, d_k, scale)
+        V = _matrix(rng, T_k, 3)
+        what = f"attention with scores of magnitude ~{scale * scale:g}"
+        got = _call(attention, Q, K, V, what=what)
+        check_matrix_of_floats(got, T_q, 3, what)
+        assert_close(got, ref.scaled_dot_product_attention(Q, K, V), what, rtol=1e-7, atol=1e-9)
+
+
+def attention_rejects_bad_input(attention: Callable) -> None:
+    """Empty, ragged or mismatched Q, K, V raise ValueError."""
+    ok = [[1.0, 0.0], [0.0, 1.0]]
+    cases = {
+        "empty Q": ([], ok, ok),
+        "Q with an empty row": ([[]], ok, ok),
+        "ragged Q": ([[1.0, 0.0], [1.0]], ok, ok),
+        "ragged K": (ok, [[1.0, 0.0], [1.0, 2.0, 3.0]], ok),
+        "ragged V": (ok, ok, [[1.0], [1.0, 2.0]]),
+        "Q and K of different widths d_k": ([[1.0, 2.0, 3.0]], ok, ok),
+        "K and V with different numbers of rows T_k": (ok, ok, [[1.0, 2.0]]),
+    }
+    for what, args in cases.items():
+        expect_value_error(attention, args, f"attention with {what}")
+
+
+def uses_no_array_library(softmax: Callable, attention: Callable) -> None:
+    """Both functions work and neither (nor a helper it calls) uses an array library."""
+    _call(softmax, [0.0, 1.0], what="softmax([0, 1])")
+    _call(attention, [[1.0]], [[1.0]], [[1.0]], what="attention of 1 x 1 matrices")
+    check_pure_python(softmax, attention)

@@ -1,0 +1,60 @@
+"""nbgrader settings shared by ``nbgrader_config.py`` and ``python -m autograder grade``.
+
+The repository root is the nbgrader course directory: ``solutions/`` is nbgrader's source
+directory and ``exercises/`` its release directory. Grading state (submitted, autograded and
+feedback folders and the gradebook) lives in a workspace that git ignores, ``.grading/`` by
+default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SOLUTIONS = REPO / "solutions"
+EXERCISES = REPO / "exercises"
+DEFAULT_WORKSPACE = REPO / ".grading"
+COURSE_ID = "attention-course"
+
+# The stub nbgrader puts where a solution was.
+CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+TEXT_STUB = "YOUR ANSWER HERE"
+
+
+def apply(
+    c,
+    workspace: Path | str = DEFAULT_WORKSPACE,
+    *,
+    release_directory: Path | str = EXERCISES,
+    cell_timeout: int = 60,
+) -> None:
+    """Fill nbgrader's traitlets config ``c`` for grading in ``workspace``.
+
+    Args:
+        c: the config object (``get_config()`` in ``nbgrader_config.py``).
+        workspace: folder for submitted/, autograded/, feedback/ and gradebook.db.
+        release_directory: where generate_assignment writes learner notebooks.
+        cell_timeout: seconds one cell may run before nbgrader interrupts it.
+    """
+    ws = Path(workspace).resolve()
+    ws.mkdir(parents=True, exist_ok=True)  # nbgrader chdirs into its root
+    c.CourseDirectory.course_id = COURSE_ID
+    c.CourseDirectory.root = str(ws)
+    # Absolute paths: os.path.join(root, absolute) keeps the absolute one.
+    c.CourseDirectory.source_directory = str(SOLUTIONS)
+    c.CourseDirectory.release_directory = str(Path(release_directory).resolve())
+    c.CourseDirectory.db_url = f"sqlite:///{ws / 'gradebook.db'}?timeout=120"
+    c.ClearSolutions.code_stub = {"python": CODE_STUB}
+    c.ClearSolutions.text_stub = TEXT_STUB
+    c.Execute.timeout = cell_timeout
+    # Warnings a correct solution prints on stderr must not cost points: nbgrader scores a
+    # test cell with any stderr output as 0. Errors are 'error' outputs and still count.
+    c.IgnorePattern.enabled = True
+    c.IgnorePattern.pattern = r"(?s).*"
+    # Feedback shows each test's docstring, points and the failure's one-line message;
+    # hidden test source and tracebacks into the course's checks never reach a learner.
+    c.GenerateFeedback.preprocessors = [
+        "nbgrader.preprocessors.GetGrades",
+        "autograder.nbgrader_plugins.HideTestSource",
+        "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    ]

@@ -1,0 +1,384 @@
+"""Grade a class with nbgrader: ``python -m autograder grade`` (SPEC section 5).
+
+nbgrader is the engine: the gradebook, the restoring of locked cells, the execution and
+the feedback are nbgrader's own (``nbgrader autograde`` and ``generate_feedback``). This
+module adds what a class needs around it:
+
+- every submission gets a row in ``grades.csv``, whatever it contains: unreadable or
+  empty files, notebooks of another assignment, kernels that hang or die are scored and
+  given a ``status`` that says why, and never stop the rest of the class;
+- each submission is graded by its own nbgrader process, so ``--jobs N`` runs N at once;
+- ``grades.csv`` is rewritten atomically after every submission, so killing the grader
+  loses nothing and running it again grades only what is missing or has changed.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from autograder.config import SOLUTIONS
+from autograder.notebook import nbgrader_meta
+
+GRADES_CSV = "grades.csv"
+TESTS_CSV = "tests.csv"
+FIELDS = ["student_id", "assignment", "score", "max_score", "status", "detail",
+          "submission_sha256", "feedback"]
+# Statuses whose rows are final for an unchanged file; anything else is retried.
+FINAL = {"graded", "needs-manual-grading", "invalid-notebook", "wrong-assignment",
+         "missing-notebook", "timeout", "kernel-died", "restored-tests"}
+
+
+@dataclass
+class Submission:
+    student_id: str
+    assignment: str
+    path: Path | None  # the submitted notebook, None when the folder has none
+    sha256: str = ""
+    row: dict = field(default_factory=dict)
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env["PYTHONUTF8"] = "1"  # locked cells hold dₖ, √, ωᵢ: never depend on the locale
+    env["PYTHONIOENCODING"] = "utf-8"
+    env.setdefault("MPLBACKEND", "Agg")
+    return env
+
+
+def _write_config(workspace: Path, cell_timeout: int) -> None:
+    text = (
+        "# Written by python -m autograder grade; nbgrader reads it from this folder.\n"
+        "from autograder.config import apply\n\n"
+        f"apply(get_config(), {str(workspace)!r}, release_directory={str(workspace / 'release')!r},"
+        f" cell_timeout={cell_timeout})\n"
+    )
+    (workspace / "nbgrader_config.py").write_text(text, encoding="utf-8")
+
+
+def _nbgrader(args: list[str], cwd: Path, timeout: float | None = None,
+              memory_mb: int | None = None) -> subprocess.CompletedProcess:
+    def limit() -> None:  # runs in the child: the kernel it starts inherits the cap
+        os.setsid()
+        if memory_mb:
+            cap = memory_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            encoding="utf-8", errors="replace", preexec_fn=limit)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)  # nbgrader and the kernel it started
+        out, _ = proc.communicate()
+        return subprocess.CompletedProcess(proc.args, -9, out + "\n[autograder] TIMEOUT", "")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
+
+
+def release(assignment: str, to: Path, workspace: Path | None = None) -> Path:
+    """Generate the learner notebook of ``assignment`` from solutions/ into ``to``.
+
+    Runs ``nbgrader generate_assignment`` with the course's config; the gradebook it
+    records the assignment in is ``workspace/gradebook.db`` (a temporary folder by default).
+    """
+    import tempfile
+
+    if not (SOLUTIONS / assignment).is_dir():
+        raise ValueError(f"no source for assignment {assignment!r} in {SOLUTIONS}")
+    to = Path(to).resolve()
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(workspace) if workspace else Path(tmp)
+        ws.mkdir(parents=True, exist_ok=True)
+        (ws / "nbgrader_config.py").write_text(
+            "from autograder.config import apply\n"
+            f"apply(get_config(), {str(ws)!r}, release_directory={str(to)!r})\n",
+            encoding="utf-8")
+        done = _nbgrader(["generate_assignment", assignment, "--force"], cwd=ws)
+        if done.returncode != 0:
+            raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n{done.stdout}")
+    return to / assignment / f"{assignment}.ipynb"
+
+
+def _source_notebook(assignment: str) -> Path:
+    return SOLUTIONS / assignment / f"{assignment}.ipynb"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def discover(submissions: Path) -> list[Submission]:
+    """Submissions laid out as nbgrader's ``<student_id>/<assignment_id>/<assignment_id>.ipynb``."""
+    found = []
+    for student in sorted(p for p in submissions.iterdir() if p.is_dir()):
+        for folder in sorted(p for p in student.iterdir() if p.is_dir()):
+            nb = folder / f"{folder.name}.ipynb"
+            if not nb.is_file():
+                others = sorted(folder.glob("*.ipynb"))
+                nb = others[0] if len(others) == 1 else None
+            sub = Submission(student.name, folder.name, nb)
+            sub.sha256 = _sha256(nb) if nb else ""
+            found.append(sub)
+    return found
+
+
+def _grade_ids(nb) -> set[str]:
+    return {nbgrader_meta(c).get("grade_id") for c in nb.cells if nbgrader_meta(c)} - {None}
+
+
+def _prevalidate(sub: Submission, dest: Path) -> tuple[str, str] | None:
+    """Copy a readable submission to ``dest`` as nbformat 4; else return (status, detail)."""
+    if sub.path is None:
+        return "missing-notebook", f"no {sub.assignment}.ipynb in the submission folder"
+    raw = sub.path.read_bytes()
+    if not raw.strip():
+        return "invalid-notebook", "the file is empty"
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return "invalid-notebook", f"not valid JSON ({exc})"
+    try:
+        nb = nbformat.reads(json.dumps(data), as_version=4)
+        nbformat.validate(nb)
+    except Exception as exc:  # noqa: BLE001 - nbformat raises several kinds
+        return "invalid-notebook", f"not a valid Jupyter notebook ({str(exc).splitlines()[0]})"
+    source = nbformat.read(_source_notebook(sub.assignment), as_version=4)
+    if not (_grade_ids(nb) & _grade_ids(source)):
+        return "wrong-assignment", f"no cell of {sub.assignment} found in the notebook"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dest)
+    return None
+
+
+def _tampered(submitted: Path, assignment: str) -> list[str]:
+    """grade_ids of locked cells whose source the learner changed or removed."""
+    source = nbformat.read(_source_notebook(assignment), as_version=4)
+    sub = nbformat.read(submitted, as_version=4)
+    theirs = {}
+    for c in sub.cells:
+        gid = nbgrader_meta(c).get("grade_id")
+        if gid:
+            theirs.setdefault(gid, []).append(c)
+    changed = []
+    release_src = _released_sources(assignment)
+    for c in source.cells:
+        meta = nbgrader_meta(c)
+        if not meta.get("locked") or meta.get("solution"):
+            continue
+        gid = meta["grade_id"]
+        mine = theirs.get(gid, [])
+        if (len(mine) != 1 or mine[0].cell_type != c.cell_type
+                or mine[0].source.strip() != release_src.get(gid, c.source).strip()):
+            changed.append(gid)
+    return changed
+
+
+_released: dict[str, dict[str, str]] = {}
+
+
+def _released_sources(assignment: str) -> dict[str, str]:
+    if assignment not in _released:
+        from autograder.config import EXERCISES
+
+        path = EXERCISES / assignment / f"{assignment}.ipynb"
+        nb = nbformat.read(path, as_version=4) if path.is_file() else None
+        _released[assignment] = ({nbgrader_meta(c).get("grade_id"): c.source for c in nb.cells}
+                                 if nb else {})
+    return _released[assignment]
+
+
+def _classify_failure(log: str) -> tuple[str, str]:
+    if "[autograder] TIMEOUT" in log:
+        return "timeout", "grading took longer than allowed and was stopped"
+    if "DeadKernelError" in log or "Kernel died" in log or "kernel died" in log:
+        return "kernel-died", "the notebook's kernel died (crash, os._exit or out of memory)"
+    if "CellTimeoutError" in log or "Timeout waiting for execute reply" in log:
+        return "timeout", "a cell ran longer than the time limit"
+    tail = [ln for ln in log.strip().splitlines() if ln.strip()][-1:] or ["no output"]
+    return "error", f"nbgrader failed: {tail[0][:300]}"
+
+
+def _read_scores(workspace: Path, sub: Submission) -> tuple[float, float, bool, list[dict]]:
+    from nbgrader.api import Gradebook
+
+    url = f"sqlite:///{workspace / 'gradebook.db'}?timeout=120"
+    with Gradebook(url) as gb:
+        s = gb.find_submission(sub.assignment, sub.student_id)
+        tests = []
+        for nb in s.notebooks:
+            for g in nb.grades:
+                tests.append({"student_id": sub.student_id, "assignment": sub.assignment,
+                              "test": g.name, "score": g.score, "max_score": g.max_score,
+                              "needs_manual_grade": g.needs_manual_grade})
+        return float(s.score), float(s.max_score), bool(s.needs_manual_grade), tests
+
+
+def _max_score(workspace: Path, assignment: str) -> float:
+    from nbgrader.api import Gradebook
+
+    url = f"sqlite:///{workspace / 'gradebook.db'}?timeout=120"
+    with Gradebook(url) as gb:
+        return float(gb.find_assignment(assignment).max_score)
+
+
+def grade_one(sub: Submission, workspace: Path, cell_timeout: int, memory_mb: int) -> dict:
+    """Autograde one submission and generate its feedback; always returns a row."""
+    row = {"student_id": sub.student_id, "assignment": sub.assignment,
+           "submission_sha256": sub.sha256, "score": 0.0, "detail": "", "feedback": ""}
+    row["max_score"] = _max_score(workspace, sub.assignment)
+    dest = workspace / "submitted" / sub.student_id / sub.assignment / f"{sub.assignment}.ipynb"
+    if dest.parent.exists():
+        shutil.rmtree(dest.parent)
+    bad = _prevalidate(sub, dest)
+    if bad:
+        row["status"], row["detail"] = bad
+        return row
+    restored = _tampered(dest, sub.assignment)
+    n_cells = len(nbformat.read(dest, as_version=4).cells)
+    limit = 60 + cell_timeout * (n_cells + 1)
+    log_dir = workspace / "logs" / sub.student_id
+    log_dir.mkdir(parents=True, exist_ok=True)
+    done = _nbgrader(["autograde", sub.assignment, "--student", sub.student_id, "--force"],
+                     cwd=workspace, timeout=limit, memory_mb=memory_mb)
+    (log_dir / f"{sub.assignment}.autograde.log").write_text(done.stdout, encoding="utf-8")
+    if done.returncode != 0:
+        row["status"], row["detail"] = _classify_failure(done.stdout)
+        return row
+    fb = _nbgrader(["generate_feedback", sub.assignment, "--student", sub.student_id, "--force"],
+                   cwd=workspace, timeout=300)
+    (log_dir / f"{sub.assignment}.feedback.log").write_text(fb.stdout, encoding="utf-8")
+    html = workspace / "feedback" / sub.student_id / sub.assignment / f"{sub.assignment}.html"
+    row["feedback"] = str(html.relative_to(workspace)) if html.is_file() else ""
+    score, max_score, manual, tests = _read_scores(workspace, sub)
+    row.update(score=score, max_score=max_score, tests=tests)
+    if restored:
+        row["status"] = "restored-tests"
+        row["detail"] = "locked cells changed or removed and restored from the source: " + \
+            ", ".join(restored)
+    elif manual:
+        row["status"] = "needs-manual-grading"
+        row["detail"] = "autograded; written answers wait for formgrader"
+    else:
+        row["status"] = "graded"
+    for marker, status in (("CellTimeoutError", "timeout"), ("DeadKernelError", "kernel-died")):
+        if marker in done.stdout:
+            row["detail"] = (row["detail"] + "; " if row["detail"] else "") + \
+                f"{status}: tests after it scored 0"
+    return row
+
+
+def _load_rows(path: Path) -> dict[tuple[str, str], dict]:
+    if not path.is_file():
+        return {}
+    with path.open(newline="", encoding="utf-8") as f:
+        return {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+
+
+def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _ensure_released(workspace: Path, assignment: str) -> None:
+    """Record the assignment in the workspace gradebook (nbgrader generate_assignment)."""
+    stamp = workspace / "release" / f".{assignment}.sha256"
+    digest = _sha256(_source_notebook(assignment))
+    if stamp.is_file() and stamp.read_text() == digest:
+        return
+    release(assignment, workspace / "release", workspace=workspace)
+    stamp.write_text(digest)
+
+
+def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeout: int = 60,
+                memory_mb: int = 4096, progress: bool = True) -> int:
+    """Grade every submission under ``submissions``; write ``workspace/grades.csv``.
+
+    Returns 0 when every submission has a row, 1 otherwise, 2 for a bad command line.
+    """
+    from tqdm import tqdm
+
+    if not submissions.is_dir():
+        print(f"error: {submissions} is not a folder of submissions", file=sys.stderr)
+        return 2
+    workspace = workspace.resolve()
+    workspace.mkdir(parents=True, exist_ok=True)
+    _write_config(workspace, cell_timeout)
+    subs = discover(submissions.resolve())
+    unknown = sorted({s.assignment for s in subs if not _source_notebook(s.assignment).is_file()})
+    rows = _load_rows(workspace / GRADES_CSV)
+    tests = {}
+    if (workspace / TESTS_CSV).is_file():
+        with (workspace / TESTS_CSV).open(newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                tests.setdefault((r["student_id"], r["assignment"]), []).append(r)
+    for assignment in sorted({s.assignment for s in subs} - set(unknown)):
+        _ensure_released(workspace, assignment)
+
+    todo = []
+    for s in subs:
+        key = (s.student_id, s.assignment)
+        old = rows.get(key)
+        if s.assignment in unknown:
+            rows[key] = {"student_id": s.student_id, "assignment": s.assignment, "score": 0.0,
+                         "max_score": 0.0, "status": "unknown-assignment",
+                         "detail": f"no assignment {s.assignment!r} in solutions/",
+                         "submission_sha256": s.sha256, "feedback": ""}
+        elif old and old.get("submission_sha256") == s.sha256 and old.get("status") in FINAL:
+            continue  # graded before and unchanged
+        else:
+            todo.append(s)
+    lock = threading.Lock()
+
+    def save() -> None:
+        ordered = sorted(rows.values(), key=lambda r: (r["assignment"], r["student_id"]))
+        _write_csv(workspace / GRADES_CSV, FIELDS, ordered)
+        flat = [t for k in sorted(tests) for t in tests[k]]
+        _write_csv(workspace / TESTS_CSV, ["student_id", "assignment", "test", "score",
+                                           "max_score", "needs_manual_grade"], flat)
+
+    save()
+    start = time.monotonic()
+    bar = tqdm(total=len(todo), desc="grading", unit="nb", disable=not progress, file=sys.stderr)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(grade_one, s, workspace, cell_timeout, memory_mb): s for s in todo}
+        for fut in as_completed(futures):
+            s = futures[fut]
+            try:
+                row = fut.result()
+            except Exception as exc:  # noqa: BLE001 - a row is owed whatever happened
+                row = {"student_id": s.student_id, "assignment": s.assignment, "score": 0.0,
+                       "max_score": "", "status": "error", "detail": f"grader error: {exc}",
+                       "submission_sha256": s.sha256, "feedback": ""}
+            with lock:
+                tests[(s.student_id, s.assignment)] = row.pop("tests", [])
+                rows[(s.student_id, s.assignment)] = row
+                save()
+            bar.set_postfix_str(f"{s.student_id}: {row['status']}")
+            bar.update()
+    bar.close()
+    n = len(rows)
+    print(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s; "
+          f"{n} row(s) in {workspace / GRADES_CSV}")
+    expected = {(s.student_id, s.assignment) for s in subs}
+    return 0 if expected <= set(rows) else 1

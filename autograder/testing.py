@@ -1,0 +1,172 @@
+"""Assertion helpers for the notebooks' test cells.
+
+Every helper raises ``AssertionError`` with a message that names the behaviour that
+failed and how far off the answer was, never the hidden expected value, so that feedback
+teaches without giving the answer away.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+
+class CheckFailed(AssertionError):
+    """A graded behaviour is not met; the message says which one and why."""
+
+
+def fail(message: str) -> None:
+    """Raise :class:`CheckFailed` with ``message``."""
+    raise CheckFailed(message)
+
+
+def check_type(value: Any, expected: type | tuple[type, ...], what: str) -> None:
+    """Check ``type(value)`` is exactly one of ``expected`` (no subclasses such as np.float64)."""
+    types = expected if isinstance(expected, tuple) else (expected,)
+    if type(value) not in types:
+        names = " or ".join(t.__name__ for t in types)
+        fail(f"{what} should be a {names}, got {type(value).__name__}")
+
+
+def check_matrix_of_floats(value: Any, rows: int, cols: int, what: str) -> None:
+    """Check a pure-Python list of ``rows`` lists of ``cols`` Python floats."""
+    check_type(value, list, what)
+    if len(value) != rows:
+        fail(f"{what} should have {rows} rows, got {len(value)}")
+    for i, row in enumerate(value):
+        check_type(row, list, f"{what}[{i}]")
+        if len(row) != cols:
+            fail(f"{what}[{i}] should have {cols} entries, got {len(row)}")
+        for j, x in enumerate(row):
+            check_type(x, float, f"{what}[{i}][{j}]")
+
+
+def check_list_of_floats(value: Any, length: int, what: str) -> None:
+    """Check a pure-Python list of ``length`` Python floats."""
+    check_type(value, list, what)
+    if len(value) != length:
+        fail(f"{what} should have {length} entries, got {len(value)}")
+    for j, x in enumerate(value):
+        check_type(x, float, f"{what}[{j}]")
+
+
+def assert_close(
+    actual: Any,
+    expected: Any,
+    what: str,
+    *,
+    rtol: float = 1e-7,
+    atol: float = 0.0,
+    show_expected: bool = False,
+) -> None:
+    """Compare ``actual`` with ``expected`` elementwise (``np.asarray`` on both).
+
+    Checks shape first, then finiteness, then |actual - expected| <= atol + rtol |expected|.
+    The message gives the largest error; it shows the expected values only when
+    ``show_expected`` is True (visible tests with known values).
+    """
+    try:
+        a = np.asarray(actual, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        fail(f"{what}: could not read the result as an array of numbers ({exc})")
+    e = np.asarray(expected, dtype=np.float64)
+    if a.shape != e.shape:
+        fail(f"{what}: shape should be {e.shape}, got {a.shape}")
+    finite = np.isfinite(e)
+    mismatch = np.isfinite(a) != finite
+    if mismatch.any():
+        idx = tuple(int(i) for i in np.argwhere(mismatch)[0])
+        if finite[idx]:
+            fail(f"{what}: got {a[idx]} at index {idx} where a finite number was expected")
+        fail(f"{what}: got a finite number at index {idx} where {e[idx]} was expected")
+    err = np.abs(a - e)[finite]
+    tol = (atol + rtol * np.abs(e))[finite]
+    if err.size and np.any(err > tol):
+        worst = int(np.argmax(err - tol))
+        msg = f"{what}: values differ (largest error {err.max():.3g}"
+        msg += f", allowed {tol.flat[worst]:.3g})"
+        if show_expected:
+            msg += f"; expected {np.round(e, 6).tolist()}, got {np.round(a, 6).tolist()}"
+        fail(msg)
+
+
+def expect_value_error(fn: Callable, args: tuple, what: str) -> None:
+    """Check that ``fn(*args)`` raises ValueError (not another error, not a result)."""
+    try:
+        fn(*args)
+    except ValueError:
+        return
+    except Exception as exc:  # noqa: BLE001 - a learner's code may raise anything
+        fail(f"{what}: should raise ValueError, raised {type(exc).__name__}: {exc}")
+    fail(f"{what}: should raise ValueError, but returned a result")
+
+
+def check_answer(answer: Any, expected: Any, question: str) -> None:
+    """Check a knowledge-check answer of an exact built-in type.
+
+    Strings compare case-insensitively after stripping spaces; numbers with a relative
+    tolerance of 1e-3. Objects of other types (for example one whose ``__eq__`` always
+    returns True) are rejected before any comparison.
+    """
+    if answer is None or answer is Ellipsis:
+        fail(f"{question}: no answer given yet")
+    if isinstance(expected, str):
+        check_type(answer, str, f"{question}: the answer")
+        ok = answer.strip().lower() == expected.strip().lower()
+    elif isinstance(expected, (int, float)):
+        check_type(answer, (int, float), f"{question}: the answer")
+        ok = math.isclose(float(answer), float(expected), rel_tol=1e-3, abs_tol=1e-9)
+    else:  # pragma: no cover - authors' mistake
+        raise TypeError(f"unsupported expected answer type {type(expected).__name__}")
+    if not ok:
+        fail(f"{question}: {answer!r} is not the right answer")
+
+
+BANNED_MODULES = ("numpy", "torch", "scipy", "jax", "tensorflow", "pandas")
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names, stack = set(), [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return names
+
+
+def check_pure_python(*functions: Callable, banned: tuple[str, ...] = BANNED_MODULES) -> None:
+    """Check that the functions (and the helpers they call) use no array library.
+
+    Looks at every global name the functions' code refers to, following the learner's own
+    helper functions: a module from ``banned``, or a function or class defined in one, fails.
+    So do ``import numpy`` inside a function and ``__import__`` or ``importlib``.
+    """
+    seen: set[int] = set()
+    stack = list(functions)
+    while stack:
+        fn = stack.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            continue
+        names = _code_names(code)
+        for name in names & {"__import__", "importlib", "import_module", *banned}:
+            fail(f"{fn.__name__} refers to {name!r}: this exercise is pure Python")
+        g = getattr(fn, "__globals__", {})
+        for name in names:
+            if name not in g:
+                continue
+            obj = g[name]
+            root = (getattr(obj, "__name__", "") if isinstance(obj, types.ModuleType)
+                    else getattr(obj, "__module__", None) or "").split(".")[0]
+            if root in banned:
+                fail(f"{fn.__name__} uses {name!r} from {root}: this exercise is pure Python")
+            if isinstance(obj, types.FunctionType):
+                stack.append(obj)
+            elif isinstance(obj, type):
+                stack.extend(v for v in vars(obj).values() if isinstance(v, types.FunctionType))
