@@ -61,8 +61,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
 def cmd_release(args: argparse.Namespace) -> int:
     from autograder.grade import release
 
-    for assignment in args.assignments or ASSIGNMENTS:
-        release(assignment, Path(args.to))
+    from autograder.config import SOLUTIONS
+
+    for assignment in args.assignments or [a for a in ASSIGNMENTS if (SOLUTIONS / a).is_dir()]:
+        print(release(assignment, Path(args.to)))
     return 0
 
 

@@ -18,13 +18,13 @@ import csv
 import hashlib
 import json
 import os
-import resource
+import queue
+import signal
 import shutil
 import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,24 +70,17 @@ def _write_config(workspace: Path, cell_timeout: int) -> None:
     (workspace / "nbgrader_config.py").write_text(text, encoding="utf-8")
 
 
-def _nbgrader(args: list[str], cwd: Path, timeout: float | None = None,
-              memory_mb: int | None = None) -> subprocess.CompletedProcess:
-    def limit() -> None:  # runs in the child: the kernel it starts inherits the cap
-        os.setsid()
-        if memory_mb:
-            cap = memory_mb * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+def _nbgrader(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          encoding="utf-8", errors="replace")
 
-    proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            encoding="utf-8", errors="replace", preexec_fn=limit)
+
+def _count_cells(sub: Submission) -> int:
     try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)  # nbgrader and the kernel it started
-        out, _ = proc.communicate()
-        return subprocess.CompletedProcess(proc.args, -9, out + "\n[autograder] TIMEOUT", "")
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
+        return len(json.loads(sub.path.read_bytes()).get("cells", [])) if sub.path else 0
+    except Exception:  # noqa: BLE001 - unreadable files are reported by the worker
+        return 0
 
 
 def release(assignment: str, to: Path, workspace: Path | None = None) -> Path:
@@ -203,8 +196,6 @@ def _released_sources(assignment: str) -> dict[str, str]:
 
 
 def _classify_failure(log: str) -> tuple[str, str]:
-    if "[autograder] TIMEOUT" in log:
-        return "timeout", "grading took longer than allowed and was stopped"
     if "DeadKernelError" in log or "Kernel died" in log or "kernel died" in log:
         return "kernel-died", "the notebook's kernel died (crash, os._exit or out of memory)"
     if "CellTimeoutError" in log or "Timeout waiting for execute reply" in log:
@@ -236,8 +227,12 @@ def _max_score(workspace: Path, assignment: str) -> float:
         return float(gb.find_assignment(assignment).max_score)
 
 
-def grade_one(sub: Submission, workspace: Path, cell_timeout: int, memory_mb: int) -> dict:
-    """Autograde one submission and generate its feedback; always returns a row."""
+def grade_one(api, sub: Submission, workspace: Path) -> dict:
+    """Autograde one submission and generate its feedback in this process; returns its row.
+
+    ``api`` is an ``nbgrader.apps.NbGraderAPI`` on ``workspace``. Called inside a grading
+    worker (:mod:`autograder.grade_worker`), whose process group is killed if it hangs.
+    """
     row = {"student_id": sub.student_id, "assignment": sub.assignment,
            "submission_sha256": sub.sha256, "score": 0.0, "detail": "", "feedback": ""}
     row["max_score"] = _max_score(workspace, sub.assignment)
@@ -249,37 +244,99 @@ def grade_one(sub: Submission, workspace: Path, cell_timeout: int, memory_mb: in
         row["status"], row["detail"] = bad
         return row
     restored = _tampered(dest, sub.assignment)
-    n_cells = len(nbformat.read(dest, as_version=4).cells)
-    limit = 60 + cell_timeout * (n_cells + 1)
     log_dir = workspace / "logs" / sub.student_id
     log_dir.mkdir(parents=True, exist_ok=True)
-    done = _nbgrader(["autograde", sub.assignment, "--student", sub.student_id, "--force"],
-                     cwd=workspace, timeout=limit, memory_mb=memory_mb)
-    (log_dir / f"{sub.assignment}.autograde.log").write_text(done.stdout, encoding="utf-8")
-    if done.returncode != 0:
-        row["status"], row["detail"] = _classify_failure(done.stdout)
+    done = api.autograde(sub.assignment, sub.student_id, force=True, create=True)
+    log = (done.get("log") or "") + (done.get("error") or "")
+    (log_dir / f"{sub.assignment}.autograde.log").write_text(log, encoding="utf-8")
+    if not done.get("success"):
+        row["status"], row["detail"] = _classify_failure(log)
         return row
-    fb = _nbgrader(["generate_feedback", sub.assignment, "--student", sub.student_id, "--force"],
-                   cwd=workspace, timeout=300)
-    (log_dir / f"{sub.assignment}.feedback.log").write_text(fb.stdout, encoding="utf-8")
+    fb = api.generate_feedback(sub.assignment, sub.student_id, force=True)
+    (log_dir / f"{sub.assignment}.feedback.log").write_text(
+        (fb.get("log") or "") + (fb.get("error") or ""), encoding="utf-8")
     html = workspace / "feedback" / sub.student_id / sub.assignment / f"{sub.assignment}.html"
     row["feedback"] = str(html.relative_to(workspace)) if html.is_file() else ""
     score, max_score, manual, tests = _read_scores(workspace, sub)
     row.update(score=score, max_score=max_score, tests=tests)
     if restored:
         row["status"] = "restored-tests"
-        row["detail"] = "locked cells changed or removed and restored from the source: " + \
-            ", ".join(restored)
+        row["detail"] = ("locked cells changed or removed and restored from the source: "
+                         + ", ".join(restored))
     elif manual:
         row["status"] = "needs-manual-grading"
         row["detail"] = "autograded; written answers wait for formgrader"
     else:
         row["status"] = "graded"
     for marker, status in (("CellTimeoutError", "timeout"), ("DeadKernelError", "kernel-died")):
-        if marker in done.stdout:
+        if marker in log:
             row["detail"] = (row["detail"] + "; " if row["detail"] else "") + \
                 f"{status}: tests after it scored 0"
     return row
+
+
+class Worker:
+    """A grading process (``python -m autograder.grade_worker``) that grades one at a time.
+
+    It imports nbgrader once and grades many submissions. Its process group (it and the
+    kernels it starts) is killed when a submission takes longer than allowed or when the
+    worker dies, and a fresh worker takes its place.
+    """
+
+    def __init__(self, workspace: Path, index: int, cell_timeout: int, memory_mb: int):
+        self.args = [sys.executable, "-m", "autograder.grade_worker", str(workspace),
+                     "--cell-timeout", str(cell_timeout), "--memory-mb", str(memory_mb)]
+        self.log = workspace / "logs" / f"worker-{index}.log"
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.proc = None
+        self.lines: queue.Queue = queue.Queue()
+
+    def _start(self) -> None:
+        err = self.log.open("a", encoding="utf-8")
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=err, text=True, encoding="utf-8", env=_env(),
+                                     cwd=Path(self.args[3]), start_new_session=True)
+        err.close()
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
+
+    @staticmethod
+    def _read(proc, lines) -> None:
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)  # EOF: the worker exited
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self.proc = None
+
+    def grade(self, sub: Submission, limit: float) -> dict:
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        task = {"student_id": sub.student_id, "assignment": sub.assignment,
+                "path": str(sub.path) if sub.path else None, "sha256": sub.sha256}
+        base = {"student_id": sub.student_id, "assignment": sub.assignment, "score": 0.0,
+                "submission_sha256": sub.sha256, "feedback": ""}
+        try:
+            self.proc.stdin.write(json.dumps(task) + "\n")
+            self.proc.stdin.flush()
+            line = self.lines.get(timeout=limit)
+        except queue.Empty:
+            self.kill()
+            return {**base, "status": "timeout",
+                    "detail": f"grading took longer than {limit:.0f} s and was stopped"}
+        except (BrokenPipeError, OSError):
+            line = None
+        if line is None:
+            self.kill()
+            return {**base, "status": "error",
+                    "detail": f"the grading worker died; see {self.log.name}"}
+        return json.loads(line)
 
 
 def _load_rows(path: Path) -> dict[tuple[str, str], dict]:
@@ -360,22 +417,35 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
     save()
     start = time.monotonic()
     bar = tqdm(total=len(todo), desc="grading", unit="nb", disable=not progress, file=sys.stderr)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(grade_one, s, workspace, cell_timeout, memory_mb): s for s in todo}
-        for fut in as_completed(futures):
-            s = futures[fut]
-            try:
-                row = fut.result()
-            except Exception as exc:  # noqa: BLE001 - a row is owed whatever happened
-                row = {"student_id": s.student_id, "assignment": s.assignment, "score": 0.0,
-                       "max_score": "", "status": "error", "detail": f"grader error: {exc}",
-                       "submission_sha256": s.sha256, "feedback": ""}
-            with lock:
-                tests[(s.student_id, s.assignment)] = row.pop("tests", [])
-                rows[(s.student_id, s.assignment)] = row
-                save()
-            bar.set_postfix_str(f"{s.student_id}: {row['status']}")
-            bar.update()
+    pending: queue.Queue = queue.Queue()
+    for s in todo:
+        pending.put(s)
+
+    def work(index: int) -> None:
+        worker = Worker(workspace, index, cell_timeout, memory_mb)
+        try:
+            while True:
+                try:
+                    s = pending.get_nowait()
+                except queue.Empty:
+                    return
+                n_cells = _count_cells(s)
+                row = worker.grade(s, limit=120 + cell_timeout * (n_cells + 2))
+                with lock:
+                    tests[(s.student_id, s.assignment)] = row.pop("tests", [])
+                    row.setdefault("max_score", _max_score(workspace, s.assignment))
+                    rows[(s.student_id, s.assignment)] = row
+                    save()
+                    bar.set_postfix_str(f"{s.student_id}: {row['status']}")
+                    bar.update()
+        finally:
+            worker.kill()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(max(1, min(jobs, len(todo))))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     bar.close()
     n = len(rows)
     print(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s; "

@@ -170,3 +170,14 @@ def check_pure_python(*functions: Callable, banned: tuple[str, ...] = BANNED_MOD
                 stack.append(obj)
             elif isinstance(obj, type):
                 stack.extend(v for v in vars(obj).values() if isinstance(v, types.FunctionType))
+        for cell in getattr(fn, "__closure__", None) or ():  # helpers defined in a function
+            try:
+                obj = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            root = (getattr(obj, "__name__", "") if isinstance(obj, types.ModuleType)
+                    else getattr(obj, "__module__", None) or "").split(".")[0]
+            if root in banned:
+                fail(f"{fn.__name__} uses {root}: this exercise is pure Python")
+            if isinstance(obj, types.FunctionType):
+                stack.append(obj)

@@ -1,0 +1,44 @@
+"""Shared fixtures: the repository, grading a class through the instructor's command."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def run(cmd: list[str], cwd: Path = REPO, env: dict | None = None, timeout: int = 1800):
+    """Run a command with this Python's bin/ on PATH; return the CompletedProcess."""
+    full_env = dict(os.environ)
+    full_env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full_env.get("PATH", "")
+    full_env.update(env or {})
+    return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True,
+                          encoding="utf-8", errors="replace", timeout=timeout)
+
+
+def grade(submissions: Path, workspace: Path, jobs: int = 2, env: dict | None = None,
+          extra: list[str] | None = None):
+    """``python -m autograder grade`` as an instructor runs it; returns (proc, rows, tests)."""
+    proc = run([sys.executable, "-m", "autograder", "grade", str(submissions), "--workspace",
+                str(workspace), "--jobs", str(jobs), *(extra or [])], env=env)
+    rows, tests = {}, {}
+    if (workspace / "grades.csv").is_file():
+        with (workspace / "grades.csv").open(encoding="utf-8") as f:
+            rows = {r["student_id"]: r for r in csv.DictReader(f)}
+    if (workspace / "tests.csv").is_file():
+        with (workspace / "tests.csv").open(encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                tests.setdefault(r["student_id"], {})[r["test"]] = r
+    return proc, rows, tests
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO

@@ -1,0 +1,87 @@
+"""The website builds with warnings as errors, and a broken cell or reference fails it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run
+
+pytestmark = [pytest.mark.book, pytest.mark.xdist_group("book")]
+
+BUILD = REPO / "_build"
+JB = ["jupyter-book", "build", ".", "--builder", "html", "-W", "-n", "--keep-going"]
+
+
+@pytest.fixture(scope="session")
+def built_book() -> Path:
+    """Build the whole book once (as `make book` does) and return _build/html."""
+    proc = run(JB, cwd=REPO, timeout=3000)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    return BUILD / "html"
+
+
+def _mini_book(tmp_path: Path, chapter_text: str) -> Path:
+    """A copy of the book's configuration with one chapter, for failure tests."""
+    for name in ("_config.yml", "references.bib", "intro.md"):
+        shutil.copy(REPO / name, tmp_path / name)
+    (tmp_path / "intro.md").write_text("# Intro\n\nA test book.\n", encoding="utf-8")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nchapters:\n  - file: chapters/broken\n", encoding="utf-8")
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "broken.md").write_text(chapter_text, encoding="utf-8")
+    return tmp_path
+
+
+def _chapter_with_cell(source: str) -> str:
+    text = (REPO / "chapters" / "02_scaled_dot_product_attention.md").read_text(encoding="utf-8")
+    header = text.split("---", 2)
+    return f"---{header[1]}---\n\n# A chapter\n\n```{{code-cell}} ipython3\n{source}\n```\n"
+
+
+def test_book_builds(built_book):
+    assert (built_book / "index.html").is_file()
+    assert (built_book / "chapters" / "02_scaled_dot_product_attention.html").is_file()
+
+
+def test_chapter_output_is_computed(built_book):
+    html = (built_book / "chapters" / "02_scaled_dot_product_attention.html").read_text()
+    assert "[[20.0, 2.0], [21.9706, 2.1971], [23.2016, 2.3202]]" in html
+    assert "OverflowError" in html  # the intended error, tagged raises-exception
+    assert 'alt="Heat map' in html
+
+
+def test_exercise_page_is_the_learner_version(built_book):
+    html = (built_book / "exercises" / "ex01_python_attention" /
+            "ex01_python_attention.html").read_text(encoding="utf-8")
+    assert "NotImplementedError" in html
+    assert "BEGIN SOLUTION" not in html and "BEGIN HIDDEN TESTS" not in html
+    assert "math.fsum(exps)" not in html  # a line of the reference solution
+
+
+def test_solutions_are_not_published(built_book):
+    assert not (built_book / "solutions").exists()
+    for page in built_book.rglob("*.html"):
+        assert "BEGIN HIDDEN TESTS" not in page.read_text(encoding="utf-8"), page
+
+
+def test_broken_cell_fails_the_build(tmp_path):
+    book = _mini_book(tmp_path, _chapter_with_cell("x = 1\nassert x == 2, 'a wrong claim'"))
+    proc = run(JB, cwd=book, timeout=600)
+    assert proc.returncode != 0
+    assert "a wrong claim" in proc.stdout + proc.stderr
+
+
+def test_a_good_cell_builds(tmp_path):
+    """Control for the test above: the same mini book with a correct cell builds."""
+    book = _mini_book(tmp_path, _chapter_with_cell("x = 1\nassert x == 1, 'a wrong claim'"))
+    proc = run(JB, cwd=book, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
+def test_broken_reference_fails_the_build(tmp_path):
+    book = _mini_book(tmp_path, _chapter_with_cell("x = 1") + "\nSee {eq}`eq-does-not-exist`.\n")
+    proc = run(JB, cwd=book, timeout=600)
+    assert proc.returncode != 0
+    assert "eq-does-not-exist" in proc.stdout + proc.stderr

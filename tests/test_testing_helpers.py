@@ -1,0 +1,82 @@
+"""The assertion helpers: they fail when they should, with messages that do not leak."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autograder.testing import (
+    CheckFailed,
+    assert_close,
+    check_answer,
+    check_pure_python,
+    expect_value_error,
+)
+
+
+def test_assert_close_hides_expected_values_unless_asked():
+    with pytest.raises(CheckFailed) as info:
+        assert_close([1.0, 2.5], [1.0, 2.0], "x")
+    assert "2.0" not in str(info.value) and "largest error 0.5" in str(info.value)
+    with pytest.raises(CheckFailed, match="expected"):
+        assert_close([1.0, 2.5], [1.0, 2.0], "x", show_expected=True)
+
+
+def test_assert_close_checks_shape_and_nan():
+    with pytest.raises(CheckFailed, match="shape should be"):
+        assert_close(np.zeros(3), np.zeros(4), "x")
+    with pytest.raises(CheckFailed, match="finite number was expected"):
+        assert_close([np.nan], [0.0], "x")
+    assert_close([1.0 + 1e-9], [1.0], "x", rtol=1e-8)
+
+
+def test_check_answer_rejects_always_equal_objects():
+    class Anything(str):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = str.__hash__
+
+    with pytest.raises(CheckFailed, match="should be a str"):
+        check_answer(Anything("z"), "b", "Q")
+    with pytest.raises(CheckFailed, match="no answer"):
+        check_answer(None, "b", "Q")
+    with pytest.raises(CheckFailed, match="not the right answer"):
+        check_answer("a", "b", "Q")
+    check_answer(" B ", "b", "Q")
+    check_answer(0.7501, 0.75, "Q")
+    with pytest.raises(CheckFailed):
+        check_answer(True, 1, "Q")
+
+
+def test_expect_value_error():
+    expect_value_error(int, ("x",), "int('x')")
+    with pytest.raises(CheckFailed, match="raised TypeError"):
+        expect_value_error(len, (5,), "len(5)")
+    with pytest.raises(CheckFailed, match="returned a result"):
+        expect_value_error(abs, (5,), "abs(5)")
+
+
+def test_check_pure_python_follows_helpers():
+    import math
+
+    def helper(x):
+        return np.exp(x)
+
+    def uses_helper(x):
+        return helper(x)
+
+    def clean(x):
+        return math.exp(x)
+
+    check_pure_python(clean)
+    with pytest.raises(CheckFailed, match="numpy"):
+        check_pure_python(uses_helper)
+
+    def imports_inside(x):
+        import torch  # noqa: F401
+
+        return x
+
+    with pytest.raises(CheckFailed, match="torch"):
+        check_pure_python(imports_inside)
