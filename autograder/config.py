@@ -47,6 +47,28 @@ def apply(
     c.ClearSolutions.code_stub = {"python": CODE_STUB}
     c.ClearSolutions.text_stub = TEXT_STUB
     c.Execute.timeout = cell_timeout
+    # Sanitising: restore the released cell order, then nbgrader restores locked cells'
+    # content from the gradebook, re-adds deleted test cells and fixes changed cell types.
+    c.Autograde.sanitize_preprocessors = [
+        "nbgrader.preprocessors.ClearOutput",
+        "autograder.nbgrader_plugins.DeduplicateGradeIds",
+        "nbgrader.preprocessors.OverwriteKernelspec",
+        "autograder.nbgrader_plugins.RestoreOrder",
+        "nbgrader.preprocessors.OverwriteCells",
+        "nbgrader.preprocessors.CheckCellMetadata",
+    ]
+    c.RestoreOrder.release_directory = str(Path(release_directory).resolve())
+    c.OverwriteCells.add_missing_cells = True
+    # A kernel that dies (os._exit, segfault, memory cap) keeps the points earned before.
+    c.Autograde.autograde_preprocessors = [
+        "autograder.nbgrader_plugins.ResilientExecute",
+        "nbgrader.preprocessors.IgnorePattern",
+        "nbconvert.preprocessors.ClearMetadataPreprocessor",
+        "nbgrader.preprocessors.LimitOutput",
+        "nbgrader.preprocessors.SaveAutoGrades",
+        "nbgrader.preprocessors.AssignLatePenalties",
+        "nbgrader.preprocessors.CheckCellMetadata",
+    ]
     # Warnings a correct solution prints on stderr must not cost points: nbgrader scores a
     # test cell with any stderr output as 0. Errors are 'error' outputs and still count.
     c.IgnorePattern.enabled = True

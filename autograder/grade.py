@@ -15,6 +15,7 @@ module adds what a class needs around it:
 from __future__ import annotations
 
 import csv
+import fcntl
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -39,7 +40,8 @@ FIELDS = ["student_id", "assignment", "score", "max_score", "status", "detail",
           "submission_sha256", "feedback"]
 # Statuses whose rows are final for an unchanged file; anything else is retried.
 FINAL = {"graded", "needs-manual-grading", "invalid-notebook", "wrong-assignment",
-         "missing-notebook", "timeout", "kernel-died", "restored-tests"}
+         "missing-notebook", "timeout", "kernel-died", "out-of-memory", "restored-tests",
+         "tampering"}
 
 
 @dataclass
@@ -48,7 +50,7 @@ class Submission:
     assignment: str
     path: Path | None  # the submitted notebook, None when the folder has none
     sha256: str = ""
-    row: dict = field(default_factory=dict)
+    converted: bool = False  # an nbformat 3 notebook, upgraded before grading
 
 
 def _env() -> dict:
@@ -57,6 +59,10 @@ def _env() -> dict:
     env["PYTHONUTF8"] = "1"  # locked cells hold dₖ, √, ωᵢ: never depend on the locale
     env["PYTHONIOENCODING"] = "utf-8"
     env.setdefault("MPLBACKEND", "Agg")
+    # One thread per grading kernel: --jobs gives the parallelism, and BLAS thread pools
+    # would otherwise oversubscribe the cores and allocate outside the memory cap.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = "1"
     return env
 
 
@@ -146,7 +152,13 @@ def _prevalidate(sub: Submission, dest: Path) -> tuple[str, str] | None:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return "invalid-notebook", f"not valid JSON ({exc})"
     try:
+        sub.converted = int(data.get("nbformat", 4)) < 4
         nb = nbformat.reads(json.dumps(data), as_version=4)
+        if sub.converted:
+            nbformat.validator.normalize(nb)
+            for c in nb.cells:  # nbformat 3 has no cell ids
+                c.setdefault("id", nbformat.corpus.words.generate_corpus_id())
+            nb.nbformat_minor = max(nb.nbformat_minor, 5)
         nbformat.validate(nb)
     except Exception as exc:  # noqa: BLE001 - nbformat raises several kinds
         return "invalid-notebook", f"not a valid Jupyter notebook ({str(exc).splitlines()[0]})"
@@ -159,40 +171,109 @@ def _prevalidate(sub: Submission, dest: Path) -> tuple[str, str] | None:
 
 
 def _tampered(submitted: Path, assignment: str) -> list[str]:
-    """grade_ids of locked cells whose source the learner changed or removed."""
-    source = nbformat.read(_source_notebook(assignment), as_version=4)
+    """What the learner changed in the notebook's structure: locked cells edited, removed,
+    turned into another cell type or duplicated, and cells moved out of order."""
+    released = _released_cells(assignment)
     sub = nbformat.read(submitted, as_version=4)
-    theirs = {}
+    theirs: dict[str, list] = {}
+    order = []
     for c in sub.cells:
         gid = nbgrader_meta(c).get("grade_id")
         if gid:
             theirs.setdefault(gid, []).append(c)
-    changed = []
-    release_src = _released_sources(assignment)
-    for c in source.cells:
-        meta = nbgrader_meta(c)
+            order.append(gid)
+    changes = []
+    for gid, cell in released.items():
+        meta = nbgrader_meta(cell)
+        mine = theirs.get(gid, [])
+        if len(mine) > 1:
+            changes.append(f"{gid} appears {len(mine)} times")
         if not meta.get("locked") or meta.get("solution"):
             continue
-        gid = meta["grade_id"]
-        mine = theirs.get(gid, [])
-        if (len(mine) != 1 or mine[0].cell_type != c.cell_type
-                or mine[0].source.strip() != release_src.get(gid, c.source).strip()):
-            changed.append(gid)
-    return changed
+        if not mine:
+            changes.append(f"{gid} deleted")
+        elif mine[0].cell_type != cell.cell_type:
+            changes.append(f"{gid} turned into {mine[0].cell_type}")
+        elif mine[0].source.strip() != cell.source.strip():
+            changes.append(f"{gid} edited")
+    rank = {gid: i for i, gid in enumerate(released)}
+    known = [rank[g] for g in dict.fromkeys(order) if g in rank]
+    if known != sorted(known):
+        changes.append("cells reordered")
+    return changes
 
 
-_released: dict[str, dict[str, str]] = {}
+_released: dict[str, dict] = {}
 
 
-def _released_sources(assignment: str) -> dict[str, str]:
+def _released_cells(assignment: str) -> dict:
+    """grade_id -> cell of the learner version, in notebook order."""
     if assignment not in _released:
         from autograder.config import EXERCISES
 
-        path = EXERCISES / assignment / f"{assignment}.ipynb"
-        nb = nbformat.read(path, as_version=4) if path.is_file() else None
-        _released[assignment] = ({nbgrader_meta(c).get("grade_id"): c.source for c in nb.cells}
-                                 if nb else {})
+        nb = nbformat.read(EXERCISES / assignment / f"{assignment}.ipynb", as_version=4)
+        _released[assignment] = {nbgrader_meta(c)["grade_id"]: c for c in nb.cells
+                                 if nbgrader_meta(c).get("grade_id")}
     return _released[assignment]
+
+
+def _learner_tampering(submitted: Path, assignment: str) -> tuple[str | None, list[str]]:
+    """(grade_id of the first cell that modifies a module or the shell, what it does)."""
+    from autograder.tampering import suspicious
+
+    released = _released_cells(assignment)
+    anchor = None
+    for c in nbformat.read(submitted, as_version=4).cells:
+        meta = nbgrader_meta(c)
+        gid = meta.get("grade_id")
+        if gid in released:
+            anchor = gid
+        editable = meta.get("solution") or gid not in released
+        if c.cell_type == "code" and editable and not nbgrader_meta(released.get(gid, c)).get(
+                "locked"):
+            found = suspicious(c.source)
+            if found:
+                return anchor, found
+    return None, []
+
+
+def _zero_tests_after(workspace: Path, sub: Submission, anchor: str | None) -> list[str]:
+    """Set a manual score of 0 on every autograded test after ``anchor`` (all if None)."""
+    from nbgrader.api import Gradebook
+
+    names = list(_released_cells(sub.assignment))
+    start = names.index(anchor) if anchor in names else -1
+    after = set(names[start + 1:])
+    zeroed = []
+    url = f"sqlite:///{workspace / 'gradebook.db'}?timeout=120"
+    with Gradebook(url) as gb:
+        s = gb.find_submission(sub.assignment, sub.student_id)
+        for nb in s.notebooks:
+            for g in nb.grades:
+                if g.name in after and g.cell.cell_type == "code" and g.max_score > 0:
+                    g.manual_score = 0.0
+                    zeroed.append(g.name)
+        gb.db.commit()
+    return zeroed
+
+
+def _output_events(workspace: Path, sub: Submission) -> dict[str, list[str]]:
+    """Error names in the autograded notebook's outputs -> the cells they occurred in."""
+    path = workspace / "autograded" / sub.student_id / sub.assignment / f"{sub.assignment}.ipynb"
+    events: dict[str, list[str]] = {}
+    if not path.is_file():
+        return events
+    for c in nbformat.read(path, as_version=4).cells:
+        for out in c.get("outputs", []):
+            if out.get("output_type") == "error":
+                where = nbgrader_meta(c).get("grade_id", "a cell of your own")
+                events.setdefault(out.get("ename", ""), []).append(where)
+    return events
+
+
+# Most notable first: the status column names the most serious thing that happened.
+PRIORITY = ["out-of-memory", "kernel-died", "timeout", "tampering", "restored-tests",
+            "needs-manual-grading", "graded"]
 
 
 def _classify_failure(log: str) -> tuple[str, str]:
@@ -244,6 +325,8 @@ def grade_one(api, sub: Submission, workspace: Path) -> dict:
         row["status"], row["detail"] = bad
         return row
     restored = _tampered(dest, sub.assignment)
+    anchor, cheats = _learner_tampering(dest, sub.assignment)
+    _copy_timestamp(sub, dest.parent)
     log_dir = workspace / "logs" / sub.student_id
     log_dir.mkdir(parents=True, exist_ok=True)
     done = api.autograde(sub.assignment, sub.student_id, force=True, create=True)
@@ -252,6 +335,22 @@ def grade_one(api, sub: Submission, workspace: Path) -> dict:
     if not done.get("success"):
         row["status"], row["detail"] = _classify_failure(log)
         return row
+    events = {}
+    if cheats:
+        zeroed = _zero_tests_after(workspace, sub, anchor)
+        events["tampering"] = (f"{'; '.join(cheats)}: {len(zeroed)} test(s) after it scored 0 "
+                               "(manual override in the gradebook)")
+    if restored:
+        events["restored-tests"] = "restored from the source: " + ", ".join(restored)
+    errors = _output_events(workspace, sub)
+    if "DeadKernelError" in errors:
+        events["kernel-died"] = (f"the kernel died in {errors['DeadKernelError'][0]}; "
+                                 "later tests scored 0")
+    if "MemoryError" in errors:
+        events["out-of-memory"] = f"MemoryError in {', '.join(errors['MemoryError'])}"
+    if "CellTimeoutError" in errors:
+        events["timeout"] = (f"cells stopped after the time limit: "
+                             f"{', '.join(errors['CellTimeoutError'])}")
     fb = api.generate_feedback(sub.assignment, sub.student_id, force=True)
     (log_dir / f"{sub.assignment}.feedback.log").write_text(
         (fb.get("log") or "") + (fb.get("error") or ""), encoding="utf-8")
@@ -259,20 +358,21 @@ def grade_one(api, sub: Submission, workspace: Path) -> dict:
     row["feedback"] = str(html.relative_to(workspace)) if html.is_file() else ""
     score, max_score, manual, tests = _read_scores(workspace, sub)
     row.update(score=score, max_score=max_score, tests=tests)
-    if restored:
-        row["status"] = "restored-tests"
-        row["detail"] = ("locked cells changed or removed and restored from the source: "
-                         + ", ".join(restored))
-    elif manual:
-        row["status"] = "needs-manual-grading"
-        row["detail"] = "autograded; written answers wait for formgrader"
-    else:
-        row["status"] = "graded"
-    for marker, status in (("CellTimeoutError", "timeout"), ("DeadKernelError", "kernel-died")):
-        if marker in log:
-            row["detail"] = (row["detail"] + "; " if row["detail"] else "") + \
-                f"{status}: tests after it scored 0"
+    if manual:
+        events["needs-manual-grading"] = "written answers wait for formgrader"
+    status = next((p for p in PRIORITY if p in events), "graded")
+    row["status"] = status
+    row["detail"] = "; ".join(f"{k}: {v}" if k != status else v for k, v in
+                              sorted(events.items(), key=lambda kv: PRIORITY.index(kv[0])))
+    if sub.converted:
+        row["detail"] = "converted from nbformat 3; " + row["detail"]
     return row
+
+
+def _copy_timestamp(sub: Submission, dest: Path) -> None:
+    """Keep nbgrader's timestamp.txt (late penalties) beside the copied notebook."""
+    if sub.path is not None and (sub.path.parent / "timestamp.txt").is_file():
+        shutil.copy(sub.path.parent / "timestamp.txt", dest / "timestamp.txt")
 
 
 class Worker:
@@ -380,6 +480,12 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         return 2
     workspace = workspace.resolve()
     workspace.mkdir(parents=True, exist_ok=True)
+    lock_file = (workspace / ".lock").open("w")
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"error: another grading run is using {workspace}", file=sys.stderr)
+        return 2
     _write_config(workspace, cell_timeout)
     subs = discover(submissions.resolve())
     unknown = sorted({s.assignment for s in subs if not _source_notebook(s.assignment).is_file()})
@@ -447,6 +553,10 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
     for t in threads:
         t.join()
     bar.close()
+    from autograder.summary import write_summary
+
+    for line in write_summary(workspace, list(rows.values()), [t for v in tests.values() for t in v]):
+        print(line)
     n = len(rows)
     print(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s; "
           f"{n} row(s) in {workspace / GRADES_CSV}")

@@ -16,15 +16,31 @@ import traceback
 from pathlib import Path
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to kill this worker when the grader that started it dies (even SIGKILL)."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the worker exits when stdin closes
+        pass
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("workspace")
     parser.add_argument("--cell-timeout", type=int, default=60)
     parser.add_argument("--memory-mb", type=int, default=0)
     args = parser.parse_args()
+    _die_with_parent()
     if args.memory_mb:
         cap = args.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        # RLIMIT_DATA counts heap and private writable mappings (Linux >= 4.7), not the
+        # address space CUDA or thread stacks reserve, so a GPU kernel still starts.
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
 
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory

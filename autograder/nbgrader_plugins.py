@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
-from nbgrader.preprocessors import NbGraderPreprocessor
+import nbformat
+from nbclient.exceptions import DeadKernelError
+from nbgrader.preprocessors import DeduplicateIds, Execute, NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
+from traitlets import Unicode
 
 
 def test_summary(source: str) -> str:
@@ -42,4 +46,93 @@ class HideTestSource(NbGraderPreprocessor):
                     out["traceback"] = [first_error_line(out)]
                     outputs.append(out)
             cell.outputs = outputs
+        return cell, resources
+
+
+class RestoreOrder(NbGraderPreprocessor):
+    """Put nbgrader cells back in the order of the released notebook.
+
+    A learner who moves a test above the solution it tests, or reorders sections, is graded
+    on the canonical order. Cells the learner added (no nbgrader metadata) stay right after
+    the nbgrader cell they followed. Runs before nbgrader's OverwriteCells, which restores
+    the content of locked cells (and, with ``add_missing_cells``, deleted ones).
+    """
+
+    release_directory = Unicode("", help="folder holding <assignment>/<notebook>.ipynb").tag(
+        config=True)
+
+    def preprocess(self, nb, resources):
+        info = resources.get("nbgrader", {})
+        path = Path(self.release_directory) / info.get("assignment", "") / (
+            info.get("notebook", "") + ".ipynb")
+        if not self.release_directory or not path.is_file():
+            return nb, resources
+        released = nbformat.read(path, as_version=4)
+        order = {}
+        for c in released.cells:
+            gid = c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            if gid is not None:
+                order.setdefault(gid, len(order))
+        keys, anchor = [], -1
+        for pos, c in enumerate(nb.cells):
+            gid = c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            if gid in order:
+                anchor = order[gid]
+            keys.append((anchor, pos))
+        if keys != sorted(keys):
+            self.log.warning("Cells were reordered; restoring the released order")
+            nb.cells = [c for _, c in sorted(zip(keys, nb.cells), key=lambda kc: kc[0])]
+        return nb, resources
+
+
+class ResilientExecute(Execute):
+    """nbgrader's Execute, except that a dying kernel does not void the whole notebook.
+
+    When the kernel dies (``os._exit``, a segfault, the memory cap), the cell that was
+    running gets a ``DeadKernelError`` output and every later code cell one saying the
+    kernel died earlier, so tests that ran before keep their points and nbgrader still
+    records a grade for every test.
+    """
+
+    def preprocess(self, nb, resources, km=None):
+        self._dead = False
+        try:
+            return super().preprocess(nb, resources, km=km)
+        except DeadKernelError:  # raised while shutting the dead kernel down
+            return nb, self.resources
+
+    def preprocess_cell(self, cell, resources, index):
+        if self._dead:
+            if cell.cell_type == "code":
+                cell.outputs = [_error("DeadKernelError",
+                                       "the kernel died while running an earlier cell")]
+            return cell, self.resources
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            self._dead = True
+            cell.outputs.append(_error(
+                "DeadKernelError",
+                "the kernel died while running this cell (os._exit, a crash or running out "
+                "of memory)"))
+            return cell, self.resources
+
+
+def _error(ename: str, evalue: str):
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue,
+                                  traceback=[f"{ename}: {evalue}"])
+
+
+class DeduplicateGradeIds(DeduplicateIds):
+    """nbgrader's DeduplicateIds, removing the metadata key of a duplicate entirely.
+
+    nbgrader 0.9.6 leaves ``"nbgrader": {}`` on the duplicate, which OverwriteCells'
+    add_missing_cells then fails on (KeyError 'grade_id'). The last copy of a duplicated
+    cell keeps its role (nbgrader's choice); earlier copies become ordinary cells.
+    """
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        if "nbgrader" in cell.metadata and not cell.metadata["nbgrader"]:
+            del cell.metadata["nbgrader"]
         return cell, resources

@@ -1,0 +1,204 @@
+"""What real submissions contain, graded in one class run beside correct ones (issue 7).
+
+Every submission gets a row with the score it deserves and a status naming what happened;
+correct submissions in the same run are graded as if they were alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import nbformat
+import pytest
+from conftest import REPO, grade
+from submissions import filled_notebook, parse_variant, variants, write_submission
+
+from autograder.notebook import nbgrader_meta
+
+A = "ex01_python_attention"
+FULL = 14.0
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("robustness")]
+
+
+def _variant(name):
+    return filled_notebook(A, parse_variant(variants(A)[name])[0])
+
+
+def _insert_after(nb, grade_id, source):
+    idx = next(i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("grade_id") == grade_id)
+    nb.cells.insert(idx + 1, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+def _cell(nb, grade_id):
+    return next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id)
+
+
+def _corpus():
+    """student_id -> (notebook or raw bytes, expected score, expected status)."""
+    c = {}
+    c["correct"] = (filled_notebook(A), FULL, "graded")
+    c["correct_alt"] = (_variant("correct_logsumexp"), FULL, "graded")
+    c["loops_forever"] = (_insert_after(filled_notebook(A), "softmax", "while True:\n    pass"),
+                          FULL, "timeout")
+    c["sleeps"] = (_insert_after(filled_notebook(A), "setup", "import time\ntime.sleep(10**6)"),
+                   FULL, "timeout")
+    # Memory runs out after the softmax tests: the traceback keeps the blocks alive, so
+    # later cells fail too (MemoryError or a dead kernel); the 3 points before are kept.
+    c["hogs_memory"] = (_insert_after(filled_notebook(A), "test_softmax_empty",
+                                      "def hog():\n    blocks = []\n    while True:\n"
+                                      "        blocks.append(bytearray(2**27))\n\n\nhog()"),
+                        3.0, "out-of-memory")
+    # The kernel dies right after the softmax tests: those 3 points are kept, the rest lost.
+    c["os_exit"] = (_insert_after(filled_notebook(A), "test_softmax_empty",
+                                  "import os\nos._exit(1)"), 3.0, "kernel-died")
+    c["segfault"] = (_insert_after(filled_notebook(A), "test_softmax_empty",
+                                   "import ctypes\nctypes.string_at(0)"), 3.0, "kernel-died")
+    c["calls_input"] = (_insert_after(filled_notebook(A), "setup", "name = input('name? ')"),
+                        FULL, "graded")
+    c["sys_exit"] = (_insert_after(filled_notebook(A), "setup", "import sys\nsys.exit(3)"),
+                     FULL, "graded")
+    c["prints_megabytes"] = (_insert_after(filled_notebook(A), "setup",
+                                           "for _ in range(50):\n    print('x' * 100_000)"),
+                             FULL, "graded")
+    c["warns_on_stderr"] = (_insert_after(
+        filled_notebook(A), "softmax",
+        "import warnings\n_softmax = softmax\n\n\ndef softmax(row):\n"
+        "    warnings.warn('my softmax is experimental')\n    return _softmax(row)"),
+        FULL, "graded")
+    c["not_json"] = (b'{"cells": [', 0.0, "invalid-notebook")
+    c["empty_file"] = (b"", 0.0, "invalid-notebook")
+    v3 = nbformat.convert(filled_notebook(A), 3)
+    c["nbformat3"] = (nbformat.writes(v3, version=3).encode(), FULL, "graded")
+    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    other.cells[0].metadata["nbgrader"] = {"grade_id": "some_other_exercise", "grade": False,
+                                           "solution": True, "locked": False,
+                                           "schema_version": 3, "task": False}
+    c["wrong_assignment"] = (other, 0.0, "wrong-assignment")
+    # Tampering with the unstable softmax: the restored tests must still catch it (12/14).
+    nb = _variant("softmax_unstable")
+    nb.cells = [x for x in nb.cells if nbgrader_meta(x).get("grade_id") != "test_softmax_stable"]
+    c["deleted_test"] = (nb, 12.0, "restored-tests")
+    nb = _variant("softmax_unstable")
+    _cell(nb, "test_softmax_stable").source = '"""softmax is stable."""\npass'
+    c["edited_test"] = (nb, 12.0, "restored-tests")
+    nb = _variant("softmax_unstable")
+    cell = _cell(nb, "test_softmax_stable")
+    cell.cell_type = "markdown"
+    cell.pop("outputs", None)
+    cell.pop("execution_count", None)
+    c["test_to_markdown"] = (nb, 12.0, "restored-tests")
+    nb = filled_notebook(A)
+    idx = nb.cells.index(_cell(nb, "softmax"))
+    dup = copy.deepcopy(nb.cells[idx])
+    dup["id"] = "duplicate-softmax"
+    nb.cells.insert(idx + 1, dup)
+    c["duplicated_solution"] = (nb, FULL, "restored-tests")
+    nb = filled_notebook(A)
+    start = nb.cells.index(_cell(nb, "attention-text"))
+    end = nb.cells.index(_cell(nb, "knowledge-checks"))
+    first = nb.cells.index(_cell(nb, "softmax-text"))
+    nb.cells = nb.cells[:first] + nb.cells[start:end] + nb.cells[first:start] + nb.cells[end:]
+    c["reordered"] = (nb, FULL, "restored-tests")
+    c["always_equal"] = (_variant("knowledge_checks_always_equal"), FULL - 3, "graded")
+    # Cheats: patching the helpers the tests use; every test after the patch scores 0.
+    nb = _variant("knowledge_checks_wrong")
+    _cell(nb, "kc1").source += ("\nimport autograder.testing as T\n"
+                                "T.check_answer = lambda *args, **kwargs: None")
+    c["patches_helpers"] = (nb, FULL - 3, "tampering")
+    nb = _insert_after(_variant("softmax_unstable"), "setup",
+                       "import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None")
+    c["patches_np_testing"] = (nb, 0.0, "tampering")
+    nb = _insert_after(_variant("softmax_unstable"), "setup",
+                       "get_ipython().showtraceback = lambda *a, **k: None")
+    c["hides_tracebacks"] = (nb, 0.0, "tampering")
+    return c
+
+
+@pytest.fixture(scope="module")
+def corpus_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("robustness")
+    corpus = _corpus()
+    for student, (nb, _, _) in corpus.items():
+        write_submission(root / "submitted", student, A, nb)
+    proc, rows, tests = grade(root / "submitted", root / "ws", jobs=2,
+                              extra=["--timeout", "8", "--memory-mb", "2048", "--no-progress"])
+    return corpus, proc, rows, tests, root
+
+
+def test_every_submission_gets_a_row(corpus_run):
+    corpus, proc, rows, _, _ = corpus_run
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(rows) == set(corpus)
+
+
+@pytest.mark.parametrize("student", sorted(_corpus()))
+def test_score_and_status(corpus_run, student):
+    corpus, _, rows, tests, _ = corpus_run
+    _, score, status = corpus[student]
+    row = rows[student]
+    assert row["status"] == status, row
+    assert float(row["score"]) == score, (row, tests.get(student))
+    assert float(row["max_score"]) == FULL
+
+
+def test_resume_after_sigkill(tmp_path):
+    """Kill the grader mid-class; the rerun finishes the rest without losing or redoing."""
+    subs = tmp_path / "submitted"
+    for i in range(5):
+        write_submission(subs, f"s{i}", A, filled_notebook(A) if i % 2 else _variant("attention_no_scale"))
+    ws = tmp_path / "ws"
+    cmd = [sys.executable, "-m", "autograder", "grade", str(subs), "--workspace", str(ws),
+           "--jobs", "1", "--no-progress"]
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    csv_path = ws / "grades.csv"
+    while time.monotonic() < deadline:
+        if csv_path.is_file() and len(csv_path.read_text().splitlines()) >= 3:  # 2 rows done
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    first = {ln.split(",")[0] for ln in csv_path.read_text().splitlines()[1:]}
+    assert 2 <= len(first) < 5
+    graded_before = {s: (ws / "autograded" / s / A / f"{A}.ipynb").stat().st_mtime for s in first}
+    time.sleep(1)
+    (subs / "s4" / A / f"{A}.ipynb").write_text(
+        nbformat.writes(filled_notebook(A)), encoding="utf-8")  # s4 resubmits, fixed
+    _, rows, _ = grade(subs, ws, jobs=2)
+    assert sorted(rows) == [f"s{i}" for i in range(5)]
+    lines = csv_path.read_text().splitlines()
+    assert len(lines) == 6, "a row was duplicated"
+    for s in first - {"s4"}:
+        assert (ws / "autograded" / s / A / f"{A}.ipynb").stat().st_mtime == graded_before[s], \
+            f"{s} was graded again although its file did not change"
+    assert float(rows["s4"]["score"]) == FULL
+    assert float(rows["s0"]["score"]) == 8.0 and float(rows["s1"]["score"]) == FULL
+
+
+def test_a_second_grader_on_the_same_workspace_is_refused(tmp_path):
+    import fcntl
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with (ws / ".lock").open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        write_submission(tmp_path / "subs", "s", A, filled_notebook(A))
+        proc, rows, _ = grade(tmp_path / "subs", ws)
+    assert proc.returncode == 2 and "another grading run" in proc.stderr
+
+
+def test_summary_is_written(corpus_run):
+    _, proc, _, _, root = corpus_run
+    assert (root / "ws" / f"summary-{A}.png").stat().st_size > 1000
+    rates = (root / "ws" / "test_pass_rates.csv").read_text().splitlines()
+    assert rates[0] == "assignment,test,submissions,pass_rate" and len(rates) == 13
+    assert "hardest tests" in proc.stdout
