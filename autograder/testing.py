@@ -7,6 +7,7 @@ teaches without giving the answer away.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import types
 from typing import Any, Callable
@@ -91,6 +92,22 @@ def assert_close(
         if show_expected:
             msg += f"; expected {np.round(e, 6).tolist()}, got {np.round(a, 6).tolist()}"
         fail(msg)
+
+
+@contextlib.contextmanager
+def explain(hint: Callable[[], str]):
+    """Append ``hint()`` (a diagnosis of the mistake, see :mod:`autograder.diagnose`) to a
+    failure raised inside the block."""
+    try:
+        yield
+    except CheckFailed as exc:
+        try:
+            extra = hint()
+        except Exception:  # noqa: BLE001 - a diagnosis must never hide the failure
+            extra = ""
+        if extra:
+            raise CheckFailed(f"{exc} Hint: {extra}.") from None
+        raise
 
 
 def expect_value_error(fn: Callable, args: tuple, what: str) -> None:

@@ -5,8 +5,10 @@ solution cells, each introduced by a line ``# %% <grade_id>``; cells it does not
 filled with the reference solution. Its docstring says which tests it must fail::
 
     fails: test_softmax_stable, test_attention_stable
+    hint: without the 1/sqrt(d_k) scale
 
-(``fails: none`` for a correct alternative).
+(``fails: none`` for a correct alternative). Optional ``hint:`` lines are texts its
+feedback must contain: the diagnosis of the mistake.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ def parse_variant(path: Path) -> tuple[dict[str, str], set[str]]:
     for gid, body in zip(parts[1::2], parts[2::2]):
         cells[gid] = body.strip("\n")
     return cells, fails
+
+
+def variant_hints(path: Path) -> list[str]:
+    """Texts the variant's feedback must contain (``hint:`` lines of its docstring)."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return [m.strip() for m in re.findall(r"^hint:\s*(.*)$", doc, flags=re.M)]
 
 
 def filled_notebook(assignment: str, cells: dict[str, str] | None = None,

@@ -15,7 +15,7 @@ import sys
 import nbformat
 import pytest
 from conftest import REPO, grade, run
-from submissions import filled_notebook, parse_variant, variants, write_submission
+from submissions import filled_notebook, parse_variant, variant_hints, variants, write_submission
 
 from autograder.config import EXERCISES, SOLUTIONS
 
@@ -40,10 +40,12 @@ def graded_class(assignment: str, tmp_path_factory) -> tuple:
     return _classes[assignment]
 
 
-def _params(with_variants: bool):
+def _params(with_variants: bool, with_hints: bool = False):
     out = []
     for a in ASSIGNMENTS:
         names = list(variants(a)) if with_variants else [None]
+        if with_hints:
+            names = [n for n in names if variant_hints(variants(a)[n])]
         out += [pytest.param(a, n, marks=pytest.mark.xdist_group(a), id=f"{a}-{n}" if n else a)
                 for n in names]
     return out
@@ -90,6 +92,18 @@ def test_implementation_loses_exactly_its_tests(assignment, variant, tmp_path_fa
               if s < m and tests[variant][t]["needs_manual_grade"] != "True"}
     assert failed == must_fail, (
         f"{variant}: lost points on {sorted(failed)}, expected exactly {sorted(must_fail)}")
+
+
+@pytest.mark.parametrize("assignment,variant", _params(True, with_hints=True))
+def test_feedback_diagnoses_the_mistake(assignment, variant, tmp_path_factory):
+    """A variant's ``hint:`` lines (the diagnosis of its mistake) appear in its feedback."""
+    _, rows, _tests, ws = graded_class(assignment, tmp_path_factory)
+    hints = variant_hints(variants(assignment)[variant])
+    import html as html_lib
+
+    text = html_lib.unescape((ws / rows[variant]["feedback"]).read_text(encoding="utf-8"))
+    for hint in hints:
+        assert hint in text, f"feedback of {variant} lacks the diagnosis {hint!r}"
 
 
 @pytest.mark.parametrize("assignment,_", _params(False))

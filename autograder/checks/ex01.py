@@ -5,9 +5,11 @@ from __future__ import annotations
 import random
 from typing import Callable
 
+from autograder.diagnose import attention_hint
 from autograder.reference import python_attention as ref
 from autograder.testing import (
     assert_close,
+    explain,
     check_list_of_floats,
     check_matrix_of_floats,
     check_pure_python,
@@ -75,7 +77,9 @@ def attention_matches_reference(attention: Callable, seed: int = 2) -> None:
         what = f"attention with T = {T}, d_k = {d_k}, d_v = {d_v}"
         got = _call(attention, Q, K, V, what=what)
         check_matrix_of_floats(got, T, d_v, what)
-        assert_close(got, ref.scaled_dot_product_attention(Q, K, V), what, rtol=RTOL, atol=ATOL)
+        with explain(lambda: attention_hint(got, Q, K, V)):
+            assert_close(got, ref.scaled_dot_product_attention(Q, K, V), what, rtol=RTOL,
+                         atol=ATOL)
 
 
 def attention_rectangular(attention: Callable, seed: int = 3) -> None:
@@ -86,7 +90,9 @@ def attention_rectangular(attention: Callable, seed: int = 3) -> None:
         what = f"attention with T_q = {T_q}, T_k = {T_k}, d_k = {d_k}, d_v = {d_v}"
         got = _call(attention, Q, K, V, what=what)
         check_matrix_of_floats(got, T_q, d_v, what)
-        assert_close(got, ref.scaled_dot_product_attention(Q, K, V), what, rtol=RTOL, atol=ATOL)
+        with explain(lambda: attention_hint(got, Q, K, V)):
+            assert_close(got, ref.scaled_dot_product_attention(Q, K, V), what, rtol=RTOL,
+                         atol=ATOL)
 
 
 def attention_is_stable(attention: Callable, seed: int = 4) -> None:
@@ -109,7 +115,9 @@ def attention_is_stable(attention: Callable, seed: int = 4) -> None:
         what = f"attention with every score near {offset:g}"
         got = _call(attention, Q, K, V, what=what)
         check_matrix_of_floats(got, T_q, 3, what)
-        assert_close(got, ref.scaled_dot_product_attention(Q, K, V), what, rtol=1e-6, atol=1e-8)
+        with explain(lambda: attention_hint(got, Q, K, V)):
+            assert_close(got, ref.scaled_dot_product_attention(Q, K, V), what, rtol=1e-6,
+                         atol=1e-8)
 
 
 def attention_rejects_bad_input(attention: Callable) -> None:

@@ -1,6 +1,7 @@
 """Wrong: forgets the 1/sqrt(d_k) scale.
 
 fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable
+hint: without the 1/sqrt(d_k) scale
 """
 # %% scaled_dot_product_attention
 def scaled_dot_product_attention(Q, K, V):

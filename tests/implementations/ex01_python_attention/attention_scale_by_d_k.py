@@ -1,6 +1,7 @@
 """Wrong: divides the scores by d_k instead of sqrt(d_k).
 
 fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable
+hint: divided by d_k instead of sqrt(d_k)
 """
 # %% scaled_dot_product_attention
 def scaled_dot_product_attention(Q, K, V):

@@ -1,6 +1,7 @@
 """Wrong: normalises each column of scores (over the queries) instead of each row.
 
 fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable
+hint: softmax taken over the queries
 """
 # %% scaled_dot_product_attention
 def scaled_dot_product_attention(Q, K, V):
