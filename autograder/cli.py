@@ -55,6 +55,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         cell_timeout=args.timeout,
         memory_mb=args.memory_mb,
         progress=not args.no_progress,
+        late_penalty=args.late_penalty,
     )
 
 
@@ -88,7 +89,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="submissions graded in parallel (default: number of cores)")
     p.add_argument("--timeout", type=int, default=60, help="seconds one cell may run (default 60)")
     p.add_argument("--memory-mb", type=int, default=4096,
-                   help="memory cap of each grading kernel in MiB (default 4096)")
+                   help="memory cap of each grading kernel in MiB, 0 for none (default 4096)")
+    p.add_argument("--late-penalty", choices=["none", "zero"], default="none",
+                   help="nbgrader's late-submission plugin: 'zero' scores a submission whose "
+                        "timestamp.txt is after the due date (nbgrader db assignment add "
+                        "--duedate) as 0 (default none)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_grade)
 

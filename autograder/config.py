@@ -27,6 +27,7 @@ def apply(
     *,
     release_directory: Path | str = EXERCISES,
     cell_timeout: int = 60,
+    late_penalty: str = "none",
 ) -> None:
     """Fill nbgrader's traitlets config ``c`` for grading in ``workspace``.
 
@@ -35,6 +36,8 @@ def apply(
         workspace: folder for submitted/, autograded/, feedback/ and gradebook.db.
         release_directory: where generate_assignment writes learner notebooks.
         cell_timeout: seconds one cell may run before nbgrader interrupts it.
+        late_penalty: nbgrader's LateSubmissionPlugin method for submissions whose
+            timestamp.txt is after the assignment's due date: "none" or "zero".
     """
     ws = Path(workspace).resolve()
     ws.mkdir(parents=True, exist_ok=True)  # nbgrader chdirs into its root
@@ -59,6 +62,11 @@ def apply(
     ]
     c.RestoreOrder.release_directory = str(Path(release_directory).resolve())
     c.OverwriteCells.add_missing_cells = True
+    c.LateSubmissionPlugin.penalty_method = late_penalty
+    # nbgrader zip_collect: files from a learning platform named <student_id>_<anything>.ipynb
+    # (override on the command line for another platform's naming).
+    c.FileNameCollectorPlugin.named_regexp = (
+        r".*/(?P<student_id>[A-Za-z0-9.-]+)_(?P<file_id>[^/]+)\.ipynb$")
     # A kernel that dies (os._exit, segfault, memory cap) keeps the points earned before.
     c.Autograde.autograde_preprocessors = [
         "autograder.nbgrader_plugins.ResilientExecute",

@@ -41,7 +41,7 @@ FIELDS = ["student_id", "assignment", "score", "max_score", "status", "detail",
 # Statuses whose rows are final for an unchanged file; anything else is retried.
 FINAL = {"graded", "needs-manual-grading", "invalid-notebook", "wrong-assignment",
          "missing-notebook", "timeout", "kernel-died", "out-of-memory", "restored-tests",
-         "tampering"}
+         "tampering", "late"}
 
 
 @dataclass
@@ -66,12 +66,13 @@ def _env() -> dict:
     return env
 
 
-def _write_config(workspace: Path, cell_timeout: int) -> None:
+def _write_config(workspace: Path, cell_timeout: int, late_penalty: str) -> None:
     text = (
-        "# Written by python -m autograder grade; nbgrader reads it from this folder.\n"
+        "# Written by python -m autograder grade; nbgrader's own commands run in this folder\n"
+        "# (nbgrader autograde, generate_feedback, export, formgrader) read it.\n"
         "from autograder.config import apply\n\n"
         f"apply(get_config(), {str(workspace)!r}, release_directory={str(workspace / 'release')!r},"
-        f" cell_timeout={cell_timeout})\n"
+        f" cell_timeout={cell_timeout}, late_penalty={late_penalty!r})\n"
     )
     (workspace / "nbgrader_config.py").write_text(text, encoding="utf-8")
 
@@ -166,7 +167,8 @@ def _prevalidate(sub: Submission, dest: Path) -> tuple[str, str] | None:
     if not (_grade_ids(nb) & _grade_ids(source)):
         return "wrong-assignment", f"no cell of {sub.assignment} found in the notebook"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, dest)
+    if sub.converted or sub.path.resolve() != dest.resolve():
+        nbformat.write(nb, dest)
     return None
 
 
@@ -272,7 +274,7 @@ def _output_events(workspace: Path, sub: Submission) -> dict[str, list[str]]:
 
 
 # Most notable first: the status column names the most serious thing that happened.
-PRIORITY = ["out-of-memory", "kernel-died", "timeout", "tampering", "restored-tests",
+PRIORITY = ["out-of-memory", "kernel-died", "timeout", "tampering", "restored-tests", "late",
             "needs-manual-grading", "graded"]
 
 
@@ -285,7 +287,8 @@ def _classify_failure(log: str) -> tuple[str, str]:
     return "error", f"nbgrader failed: {tail[0][:300]}"
 
 
-def _read_scores(workspace: Path, sub: Submission) -> tuple[float, float, bool, list[dict]]:
+def _read_scores(workspace: Path, sub: Submission
+                 ) -> tuple[float, float, bool, list[dict], float]:
     from nbgrader.api import Gradebook
 
     url = f"sqlite:///{workspace / 'gradebook.db'}?timeout=120"
@@ -297,7 +300,10 @@ def _read_scores(workspace: Path, sub: Submission) -> tuple[float, float, bool, 
                 tests.append({"student_id": sub.student_id, "assignment": sub.assignment,
                               "test": g.name, "score": g.score, "max_score": g.max_score,
                               "needs_manual_grade": g.needs_manual_grade})
-        return float(s.score), float(s.max_score), bool(s.needs_manual_grade), tests
+        # nbgrader keeps the late penalty apart from the score (its export does the same).
+        penalty = float(s.late_submission_penalty or 0.0)
+        return (max(0.0, float(s.score) - penalty), float(s.max_score),
+                bool(s.needs_manual_grade), tests, float(s.total_seconds_late or 0.0))
 
 
 def _max_score(workspace: Path, assignment: str) -> float:
@@ -318,7 +324,8 @@ def grade_one(api, sub: Submission, workspace: Path) -> dict:
            "submission_sha256": sub.sha256, "score": 0.0, "detail": "", "feedback": ""}
     row["max_score"] = _max_score(workspace, sub.assignment)
     dest = workspace / "submitted" / sub.student_id / sub.assignment / f"{sub.assignment}.ipynb"
-    if dest.parent.exists():
+    in_place = sub.path is not None and sub.path.resolve() == dest.resolve()
+    if dest.parent.exists() and not in_place:  # SUBMISSIONS may be the workspace's own
         shutil.rmtree(dest.parent)
     bad = _prevalidate(sub, dest)
     if bad:
@@ -356,8 +363,12 @@ def grade_one(api, sub: Submission, workspace: Path) -> dict:
         (fb.get("log") or "") + (fb.get("error") or ""), encoding="utf-8")
     html = workspace / "feedback" / sub.student_id / sub.assignment / f"{sub.assignment}.html"
     row["feedback"] = str(html.relative_to(workspace)) if html.is_file() else ""
-    score, max_score, manual, tests = _read_scores(workspace, sub)
+    score, max_score, manual, tests, late = _read_scores(workspace, sub)
     row.update(score=score, max_score=max_score, tests=tests)
+    if late > 0:
+        raw = sum(float(t["score"] or 0) for t in tests)
+        events["late"] = (f"submitted {late / 3600:.1f} h after the due date; "
+                          f"{raw:g} points before nbgrader's late penalty")
     if manual:
         events["needs-manual-grading"] = "written answers wait for formgrader"
     status = next((p for p in PRIORITY if p in events), "graded")
@@ -371,7 +382,8 @@ def grade_one(api, sub: Submission, workspace: Path) -> dict:
 
 def _copy_timestamp(sub: Submission, dest: Path) -> None:
     """Keep nbgrader's timestamp.txt (late penalties) beside the copied notebook."""
-    if sub.path is not None and (sub.path.parent / "timestamp.txt").is_file():
+    if sub.path is not None and (sub.path.parent / "timestamp.txt").is_file() and \
+            sub.path.parent.resolve() != dest.resolve():
         shutil.copy(sub.path.parent / "timestamp.txt", dest / "timestamp.txt")
 
 
@@ -383,9 +395,11 @@ class Worker:
     worker dies, and a fresh worker takes its place.
     """
 
-    def __init__(self, workspace: Path, index: int, cell_timeout: int, memory_mb: int):
+    def __init__(self, workspace: Path, index: int, cell_timeout: int, memory_mb: int,
+                 late_penalty: str = "none"):
         self.args = [sys.executable, "-m", "autograder.grade_worker", str(workspace),
-                     "--cell-timeout", str(cell_timeout), "--memory-mb", str(memory_mb)]
+                     "--cell-timeout", str(cell_timeout), "--memory-mb", str(memory_mb),
+                     "--late-penalty", late_penalty]
         self.log = workspace / "logs" / f"worker-{index}.log"
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.proc = None
@@ -468,7 +482,7 @@ def _ensure_released(workspace: Path, assignment: str) -> None:
 
 
 def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeout: int = 60,
-                memory_mb: int = 4096, progress: bool = True) -> int:
+                memory_mb: int = 4096, progress: bool = True, late_penalty: str = "none") -> int:
     """Grade every submission under ``submissions``; write ``workspace/grades.csv``.
 
     Returns 0 when every submission has a row, 1 otherwise, 2 for a bad command line.
@@ -486,7 +500,7 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
     except BlockingIOError:
         print(f"error: another grading run is using {workspace}", file=sys.stderr)
         return 2
-    _write_config(workspace, cell_timeout)
+    _write_config(workspace, cell_timeout, late_penalty)
     subs = discover(submissions.resolve())
     unknown = sorted({s.assignment for s in subs if not _source_notebook(s.assignment).is_file()})
     rows = _load_rows(workspace / GRADES_CSV)
@@ -528,7 +542,7 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         pending.put(s)
 
     def work(index: int) -> None:
-        worker = Worker(workspace, index, cell_timeout, memory_mb)
+        worker = Worker(workspace, index, cell_timeout, memory_mb, late_penalty)
         try:
             while True:
                 try:

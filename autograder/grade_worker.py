@@ -34,6 +34,7 @@ def main() -> int:
     parser.add_argument("workspace")
     parser.add_argument("--cell-timeout", type=int, default=60)
     parser.add_argument("--memory-mb", type=int, default=0)
+    parser.add_argument("--late-penalty", default="none")
     args = parser.parse_args()
     _die_with_parent()
     if args.memory_mb:
@@ -52,7 +53,7 @@ def main() -> int:
     workspace = Path(args.workspace).resolve()
     config = Config()
     apply(config, workspace, release_directory=workspace / "release",
-          cell_timeout=args.cell_timeout)
+          cell_timeout=args.cell_timeout, late_penalty=args.late_penalty)
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but rows on the real stdout
