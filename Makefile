@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # pytest-xdist workers; CI has 2 cores.
 JOBS   ?= auto
 
-.PHONY: venv book test bench assignments clean
+.PHONY: venv book test bench assignments notebooks clean
 
 venv: $(STAMP)
 
@@ -32,6 +32,11 @@ bench: $(STAMP)
 ## assignments: regenerate exercises/ from solutions/ with nbgrader
 assignments: $(STAMP)
 	$(PY) -m autograder release
+
+## notebooks: chapters as .ipynb in _build/notebooks (publish to the `notebooks` branch for Colab)
+notebooks: $(STAMP)
+	mkdir -p _build/notebooks/chapters
+	for f in chapters/*.md; do $(VENV)/bin/jupytext --to ipynb -o _build/notebooks/$${f%.md}.ipynb $$f || exit 1; done
 
 clean:
 	rm -rf _build .grading

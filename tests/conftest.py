@@ -42,3 +42,15 @@ def grade(submissions: Path, workspace: Path, jobs: int = 2, env: dict | None = 
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def built_book() -> Path:
+    """Build the whole book once per session (as `make book` does); return _build/html.
+
+    Tests using it belong to the xdist group "book", so one worker builds it.
+    """
+    cmd = ["jupyter-book", "build", ".", "--builder", "html", "-W", "-n", "--keep-going"]
+    proc = run(cmd, cwd=REPO, timeout=3000)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    return REPO / "_build" / "html"
