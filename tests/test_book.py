@@ -17,6 +17,7 @@ def _mini_book(tmp_path: Path, chapter_text: str) -> Path:
     """A copy of the book's configuration with one chapter, for failure tests."""
     for name in ("_config.yml", "references.bib", "intro.md"):
         shutil.copy(REPO / name, tmp_path / name)
+    shutil.copytree(REPO / "_ext", tmp_path / "_ext")
     (tmp_path / "intro.md").write_text("# Intro\n\nA test book.\n", encoding="utf-8")
     (tmp_path / "_toc.yml").write_text(
         "format: jb-book\nroot: intro\nchapters:\n  - file: chapters/broken\n", encoding="utf-8")
