@@ -1,0 +1,12 @@
+"""Wrong answers to all four knowledge checks.
+
+fails: test_kc1, test_kc2, test_kc3, test_kc4
+"""
+# %% kc1
+kc1_answer = 16
+# %% kc2
+kc2_answer = "a"
+# %% kc3
+kc3_answer = "a"
+# %% kc4
+kc4_answer = 3
