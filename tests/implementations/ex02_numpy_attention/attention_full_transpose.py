@@ -1,0 +1,14 @@
+"""Wrong: K.T reverses every axis, which is right only for unbatched (2-D) inputs.
+
+fails: test_attention_batched, test_attention_mask, test_attention_causal, test_attention_fully_masked, test_attention_dtype
+"""
+# %% scaled_dot_product_attention
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    Q, K, V = np.asarray(Q), np.asarray(K), np.asarray(V)
+    if Q.ndim < 2 or K.ndim < 2 or V.ndim < 2:
+        raise ValueError("Q, K, V need shape (..., T, d)")
+    scores = Q @ K.T / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
