@@ -8,7 +8,9 @@ teaches without giving the answer away.
 from __future__ import annotations
 
 import contextlib
+import dis
 import math
+import numbers
 import types
 from typing import Any, Callable
 
@@ -110,11 +112,20 @@ def explain(hint: Callable[[], str]):
         raise
 
 
-def expect_value_error(fn: Callable, args: tuple, what: str) -> None:
-    """Check that ``fn(*args)`` raises ValueError (not another error, not a result)."""
+def expect_value_error(fn: Callable, args: tuple, what: str,
+                       mentions: tuple[str, ...] = ()) -> None:
+    """Check that ``fn(*args)`` raises ValueError with a message (not another error, not a
+    result, not a bare ``ValueError()``). With ``mentions``, the message must contain at
+    least one of those texts (the offending argument's name or value)."""
     try:
         fn(*args)
-    except ValueError:
+    except ValueError as exc:
+        if not str(exc).strip():
+            fail(f"{what}: raises ValueError with no message; say which shape or value is "
+                 "wrong")
+        if mentions and not any(m in str(exc) for m in mentions):
+            fail(f"{what}: the ValueError's message should name the offending argument "
+                 f"({' or '.join(repr(m) for m in mentions)}), got: {exc}")
         return
     except Exception as exc:  # noqa: BLE001 - a learner's code may raise anything
         fail(f"{what}: should raise ValueError, raised {type(exc).__name__}: {exc}")
@@ -122,34 +133,45 @@ def expect_value_error(fn: Callable, args: tuple, what: str) -> None:
 
 
 def check_answer(answer: Any, expected: Any, question: str) -> None:
-    """Check a knowledge-check answer of an exact built-in type.
+    """Check a knowledge-check answer.
 
-    Strings compare case-insensitively after stripping spaces; numbers with a relative
-    tolerance of 1e-3. Objects of other types (for example one whose ``__eq__`` always
-    returns True) are rejected before any comparison.
+    Strings compare case-insensitively after stripping spaces; numbers (Python or NumPy,
+    not bool) with a relative tolerance of 1e-3. The comparison uses the answer's plain
+    value (``str.__str__``, ``float()``), so an object whose ``__eq__`` always returns True
+    gains nothing.
     """
     if answer is None or answer is Ellipsis:
         fail(f"{question}: no answer given yet")
     if isinstance(expected, str):
-        check_type(answer, str, f"{question}: the answer")
-        ok = answer.strip().lower() == expected.strip().lower()
+        if not isinstance(answer, str):
+            fail(f"{question}: the answer should be a str, got {type(answer).__name__}")
+        value = str.__str__(answer)
+        ok = str.lower(str.strip(value)) == expected.strip().lower()
     elif isinstance(expected, (int, float)):
-        check_type(answer, (int, float), f"{question}: the answer")
-        ok = math.isclose(float(answer), float(expected), rel_tol=1e-3, abs_tol=1e-9)
+        if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
+            fail(f"{question}: the answer should be a number, got {type(answer).__name__}")
+        try:
+            value = float(answer)
+        except (TypeError, ValueError):
+            fail(f"{question}: the answer should be a number, got {type(answer).__name__}")
+        ok = math.isclose(value, float(expected), rel_tol=1e-3, abs_tol=1e-9)
     else:  # pragma: no cover - authors' mistake
         raise TypeError(f"unsupported expected answer type {type(expected).__name__}")
     if not ok:
-        fail(f"{question}: {answer!r} is not the right answer")
+        fail(f"{question}: {value!r} is not the right answer")
 
 
 BANNED_MODULES = ("numpy", "torch", "scipy", "jax", "tensorflow", "pandas")
 
 
 def _code_names(code: types.CodeType) -> set[str]:
+    """Global names a function loads and modules it imports (not attribute names)."""
     names, stack = set(), [code]
     while stack:
         c = stack.pop()
-        names.update(c.co_names)
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "IMPORT_NAME", "STORE_GLOBAL"):
+                names.add(str(ins.argval).split(".")[0])
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return names
 

@@ -60,6 +60,15 @@ def test_masks_chapter_output_is_computed(built_book):
     assert "ex05_torch_attention.html" in html and "ex02_numpy_attention.html" in html
 
 
+def test_transformer_chapter_output_is_computed(built_book):
+    html = (built_book / "chapters" / "07_transformer_block.html").read_text(encoding="utf-8")
+    assert "one encoder block: 3,152,384" in html  # the executed parameter count
+    assert "held-out sequences, reversed exactly: 9" in html or \
+        "held-out sequences, reversed exactly: 100" in html  # the trained model's accuracy
+    assert 'alt="Two 8 by 8 heat maps of cross-attention' in html
+    assert "ex07_transformer.html" in html
+
+
 def test_solutions_are_not_published(built_book):
     assert not (built_book / "solutions").exists()
     for page in built_book.rglob("*.html"):

@@ -37,8 +37,13 @@ def test_check_answer_rejects_always_equal_objects():
 
         __hash__ = str.__hash__
 
+    with pytest.raises(CheckFailed, match="not the right answer"):
+        check_answer(Anything("z"), "b", "Q")  # compared by its plain value, "z"
     with pytest.raises(CheckFailed, match="should be a str"):
-        check_answer(Anything("z"), "b", "Q")
+        check_answer(3, "b", "Q")
+    import numpy as np
+
+    check_answer(np.float64(0.75), 0.75, "Q")  # a NumPy number is a number
     with pytest.raises(CheckFailed, match="no answer"):
         check_answer(None, "b", "Q")
     with pytest.raises(CheckFailed, match="not the right answer"):
@@ -51,6 +56,12 @@ def test_check_answer_rejects_always_equal_objects():
 
 def test_expect_value_error():
     expect_value_error(int, ("x",), "int('x')")
+
+    def bare(x):
+        raise ValueError()
+
+    with pytest.raises(CheckFailed, match="no message"):
+        expect_value_error(bare, (1,), "bare")
     with pytest.raises(CheckFailed, match="raised TypeError"):
         expect_value_error(len, (5,), "len(5)")
     with pytest.raises(CheckFailed, match="returned a result"):
@@ -70,6 +81,13 @@ def test_check_pure_python_follows_helpers():
         return math.exp(x)
 
     check_pure_python(clean)
+    # A notebook where another cell imported numpy's sqrt: math.sqrt is still pure Python.
+    g = {"math": math, "sqrt": np.sqrt}
+    exec("def uses_math_sqrt(x):\n    return math.sqrt(x)\n", g)
+    check_pure_python(g["uses_math_sqrt"])
+    exec("def uses_numpy_sqrt(x):\n    return sqrt(x)\n", g)
+    with pytest.raises(CheckFailed, match="numpy"):
+        check_pure_python(g["uses_numpy_sqrt"])
     with pytest.raises(CheckFailed, match="numpy"):
         check_pure_python(uses_helper)
 

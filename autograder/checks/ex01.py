@@ -39,7 +39,11 @@ def softmax_matches_reference(softmax: Callable, seed: int = 1) -> None:
     rng = random.Random(seed)
     for T in list(range(1, 13)) + [3, 7]:
         row = [rng.uniform(-6.0, 6.0) for _ in range(T)]
-        got = _call(softmax, list(row), what=f"softmax of a random row of length {T}")
+        arg = list(row)
+        got = _call(softmax, arg, what=f"softmax of a random row of length {T}")
+        if arg != row or got is arg:
+            fail(f"softmax of a row of length {T} changed the list it was given: return a "
+                 "new list and leave the scores as they were")
         check_list_of_floats(got, T, f"softmax of a row of length {T}")
         if abs(sum(got) - 1.0) > 1e-9:
             fail(f"softmax of a row of length {T}: weights sum to {sum(got):.6g}, not 1")
@@ -53,6 +57,8 @@ def softmax_is_stable(softmax: Callable) -> None:
         [1000.0, 1001.0],
         [-1000.0, -1001.0, -999.0],
         [710.0, 0.0, -710.0],
+        [0.0, 1000.0],
+        [-710.0, 0.0, 710.0],
         [1e4, 1e4 - 1.0, 1e4 - 2.0],
         [-2e4, -2e4],
         [800.0],
@@ -100,17 +106,19 @@ def attention_is_stable(attention: Callable, seed: int = 4) -> None:
 
     Every score gets the same large offset (from a shared first coordinate) plus an O(1)
     part, so the weights are far from one-hot: a naive exp overflows (or underflows to
-    0/0), while a correct softmax is unaffected by the offset. In the last case one key
-    scores -offset, a spread of thousands that only subtracting the maximum survives.
+    0/0), while a correct softmax is unaffected by the offset. In the last cases the first
+    key scores -offset, a spread of thousands that only subtracting the maximum survives
+    (not the first score, the minimum or the mean).
     """
     rng = random.Random(seed)
-    cases = [(3, 4, 4, 1000.0, False), (2, 5, 9, -1000.0, False), (4, 3, 16, 1000.0, True)]
+    cases = [(3, 4, 4, 1000.0, False), (2, 5, 9, -1000.0, False), (4, 3, 16, 1000.0, True),
+             (3, 2, 4, 1000.0, True)]
     for T_q, T_k, d_k, offset, far_key in cases:
         big = (abs(offset) * d_k ** 0.5) ** 0.5
         Q = [[big] + row for row in _matrix(rng, T_q, d_k - 1)]
         K = [[big if offset > 0 else -big] + row for row in _matrix(rng, T_k, d_k - 1)]
         if far_key:
-            K[-1][0] = -K[-1][0]
+            K[0][0] = -K[0][0]
         V = _matrix(rng, T_k, 3)
         what = f"attention with every score near {offset:g}"
         got = _call(attention, Q, K, V, what=what)
@@ -129,6 +137,7 @@ def attention_rejects_bad_input(attention: Callable) -> None:
         "ragged Q": ([[1.0, 0.0], [1.0]], ok, ok),
         "ragged K": (ok, [[1.0, 0.0], [1.0, 2.0, 3.0]], ok),
         "ragged V": (ok, ok, [[1.0], [1.0, 2.0]]),
+        "V with empty rows": (ok, ok, [[], []]),
         "Q and K of different widths d_k": ([[1.0, 2.0, 3.0]], ok, ok),
         "K and V with different numbers of rows T_k": (ok, ok, [[1.0, 2.0]]),
     }

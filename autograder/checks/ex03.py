@@ -109,6 +109,10 @@ def seed_controls_the_sample(fn: Callable) -> None:
             fail(f"two calls of {what} gave different values ({a:.6g} and {b:.6g}): "
                  "the seed must make the result reproducible")
         first[seed] = a
+    what = f"dot_product_variance({d_k}, {n + 1}, seed=0)"
+    if _number(_call(fn, d_k, n + 1, seed=0, what=what), what) == first[0]:
+        fail(f"dot_product_variance({d_k}, {n}) and ({d_k}, {n + 1}) gave the same value: "
+             "the estimate must use exactly n_samples draws")
     if len(set(first.values())) != len(first):
         fail(f"dot_product_variance({d_k}, {n}, seed=s) gave the same value for different "
              "seeds: the samples must depend on the seed")
@@ -124,4 +128,5 @@ def seed_controls_the_sample(fn: Callable) -> None:
 def rejects_bad_d_k(fn: Callable) -> None:
     """d_k < 1 raises ValueError (there is no dot product of empty vectors to sample)."""
     for d_k in (0, -1, -8):
-        expect_value_error(fn, (d_k, 100), f"dot_product_variance(d_k={d_k}, n_samples=100)")
+        expect_value_error(fn, (d_k, 100), f"dot_product_variance(d_k={d_k}, n_samples=100)",
+                           mentions=("d_k", str(d_k)))

@@ -1,0 +1,356 @@
+"""Checks for ``ex07_transformer`` (TransformerBlock, TinyTransformer, train_tiny_transformer).
+
+The learner's block may be post-norm (Vaswani et al. 2017) or pre-norm (Xiong et al.
+2020): value checks load the learner's weights into the reference
+(:mod:`autograder.reference.transformer`) of both kinds and accept either. Submodule names
+follow :class:`torch.nn.TransformerEncoderLayer` (``self_attn``, ``linear1``, ``linear2``,
+``norm1``, ``norm2``) and the model has ``embedding``, ``blocks``, ``norm`` and
+``out_proj``, as the notebook states. Each check tests one behaviour; all run on the CPU in
+float32 with fixed seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+from torch import nn
+
+from autograder.reference import transformer as ref
+from autograder.testing import assert_close, fail
+
+# (d_model, num_heads, d_ff) of the blocks the checks build.
+BLOCK_CONFIGS = [(16, 4, 32), (8, 2, 16), (12, 3, 20), (32, 4, 64)]
+# (vocab_size, d_model, num_heads, num_layers, d_ff, max_len) of the models.
+MODEL_CONFIGS = [(11, 32, 4, 2, 64, 13), (7, 16, 2, 1, 24, 9), (13, 24, 3, 3, 48, 20)]
+ATOL = 2e-5  # float32 sums of a few hundred products, through LayerNorms
+HELD_OUT_SEED = 20170612  # the held-out sequences of the accuracy check (not trained on)
+
+
+def _call(fn: Callable, *args, what: str, grad: bool = False, **kwargs):
+    """Call the learner's code; fail with a clear message when it raises."""
+    try:
+        with torch.set_grad_enabled(grad):
+            return fn(*args, **kwargs)
+    except NotImplementedError:
+        fail(f"{what}: not implemented yet (the stub raises NotImplementedError)")
+    except Exception as exc:  # noqa: BLE001 - a learner's code may raise anything
+        fail(f"{what}: raised {type(exc).__name__}: {exc}")
+
+
+def _tensor(out, shape: tuple, what: str) -> torch.Tensor:
+    if not isinstance(out, torch.Tensor):
+        fail(f"{what} should be a torch.Tensor, got {type(out).__name__}")
+    if tuple(out.shape) != shape:
+        fail(f"{what} should have shape {shape}, got {tuple(out.shape)}")
+    if out.dtype != torch.float32:
+        fail(f"{what} should be float32 for float32 weights, got {out.dtype}")
+    if not torch.isfinite(out).all():
+        fail(f"{what} contains NaN or infinity")
+    return out
+
+
+def make_block(TransformerBlock, d_model: int, num_heads: int, d_ff: int, dropout: float,
+               seed: int = 0) -> nn.Module:
+    """The learner's block with the given sizes, built after ``torch.manual_seed(seed)``."""
+    torch.manual_seed(seed)
+    what = (f"TransformerBlock(d_model={d_model}, num_heads={num_heads}, d_ff={d_ff}, "
+            f"dropout={dropout})")
+    block = _call(TransformerBlock, what=what, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
+                  dropout=dropout)
+    if not isinstance(block, nn.Module):
+        fail(f"{what} should be a torch.nn.Module, got {type(block).__name__}")
+    return block
+
+
+def make_model(TinyTransformer, config: tuple, dropout: float, seed: int = 0) -> nn.Module:
+    """The learner's model with the sizes of ``config`` (see MODEL_CONFIGS)."""
+    vocab_size, d_model, num_heads, num_layers, d_ff, max_len = config
+    torch.manual_seed(seed)
+    what = (f"TinyTransformer(vocab_size={vocab_size}, d_model={d_model}, num_heads={num_heads}, "
+            f"num_layers={num_layers}, d_ff={d_ff}, max_len={max_len}, dropout={dropout})")
+    model = _call(TinyTransformer, what=what, vocab_size=vocab_size, d_model=d_model,
+                  num_heads=num_heads, num_layers=num_layers, d_ff=d_ff, max_len=max_len,
+                  dropout=dropout)
+    if not isinstance(model, nn.Module):
+        fail(f"{what} should be a torch.nn.Module, got {type(model).__name__}")
+    return model
+
+
+def _perturb_norms(module: nn.Module, seed: int) -> None:
+    """Give every LayerNorm a random gain and bias, so that using them is visible."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, nn.LayerNorm) and m.elementwise_affine:
+                m.weight.copy_(1 + 0.2 * torch.randn(m.weight.shape, generator=gen))
+                m.bias.copy_(0.2 * torch.randn(m.bias.shape, generator=gen))
+
+
+def _load_into(reference: nn.Module, learner: nn.Module, what: str, names: str) -> None:
+    missing, _ = reference.load_state_dict(learner.state_dict(), strict=False)
+    if missing:
+        fail(f"{what} lacks the parameters {', '.join(missing[:4])}"
+             f"{' ...' if len(missing) > 4 else ''}: it should have the submodules {names}")
+
+
+_BLOCK_NAMES = ("self_attn (a MultiHeadAttention), linear1, linear2, norm1 and norm2 "
+                "with the shapes given in the notebook")
+_MODEL_NAMES = ("embedding, blocks (an nn.ModuleList of TransformerBlock), norm and "
+                "out_proj with the shapes given in the notebook")
+
+
+def _matches_one(out: torch.Tensor, candidates: dict[str, torch.Tensor]) -> bool:
+    return any(torch.allclose(out, c, atol=ATOL, rtol=1e-4) for c in candidates.values())
+
+
+# --- the block ------------------------------------------------------------------------------
+
+
+def block_shapes(TransformerBlock) -> None:
+    """(B, T, d_model) in, (B, T, d_model) float32 out, with and without is_causal."""
+    gen = torch.Generator().manual_seed(70)
+    for (d_model, num_heads, d_ff), (B, T) in zip(BLOCK_CONFIGS, [(2, 5), (1, 1), (3, 7), (4, 2)]):
+        block = make_block(TransformerBlock, d_model, num_heads, d_ff, dropout=0.0)
+        block.eval()
+        x = torch.randn(B, T, d_model, generator=gen)
+        for is_causal in (False, True):
+            what = f"the output of a block (d_model={d_model}) on x of shape {(B, T, d_model)}" + (
+                " with is_causal=True" if is_causal else "")
+            _tensor(_call(block, x, what=what, is_causal=is_causal), (B, T, d_model), what)
+
+
+def block_parameter_count(TransformerBlock) -> None:
+    """The block has exactly the parameters of attention, a 2-layer FFN and two LayerNorms."""
+    for d_model, num_heads, d_ff in BLOCK_CONFIGS:
+        block = make_block(TransformerBlock, d_model, num_heads, d_ff, dropout=0.1)
+        got = sum(p.numel() for p in block.parameters())
+        if got != ref.block_parameter_count(d_model, d_ff):
+            fail(f"TransformerBlock(d_model={d_model}, num_heads={num_heads}, d_ff={d_ff}) has "
+                 f"{got} parameters; count those of one multi-head attention (four projections "
+                 "with biases), the two linear layers of the feed-forward network and two "
+                 "LayerNorms")
+
+
+def block_matches_reference(TransformerBlock) -> None:
+    """With the learner's weights, the block computes the post-norm or the pre-norm block."""
+    gen = torch.Generator().manual_seed(71)
+    for i, (d_model, num_heads, d_ff) in enumerate(BLOCK_CONFIGS):
+        block = make_block(TransformerBlock, d_model, num_heads, d_ff, dropout=0.0, seed=i)
+        _perturb_norms(block, seed=i)
+        block.eval()
+        what = f"TransformerBlock(d_model={d_model}, num_heads={num_heads}, d_ff={d_ff})"
+        x = 2 * torch.randn(3, 6, d_model, generator=gen)
+        out = _tensor(_call(block, x, what=f"{what} on x of shape (3, 6, {d_model})"),
+                      (3, 6, d_model), f"the output of {what}")
+        expected = {}
+        for norm_first in (False, True):
+            reference = ref.EncoderBlock(d_model, num_heads, d_ff, dropout=0.0,
+                                         norm_first=norm_first).eval()
+            _load_into(reference, block, what, _BLOCK_NAMES)
+            with torch.no_grad():
+                expected[norm_first] = reference(x)
+        if not _matches_one(out, expected):
+            fail(f"{what}: the output is neither the post-norm block LN(x + Sublayer(x)) nor the "
+                 "pre-norm block x + Sublayer(LN(x)) of the same weights (check the residual "
+                 "connections, the LayerNorms over the last axis and the ReLU feed-forward "
+                 "network)")
+
+
+def block_is_causal(TransformerBlock) -> None:
+    """With is_causal=True, changing x at positions >= t leaves the outputs before t unchanged."""
+    gen = torch.Generator().manual_seed(72)
+    for i, (d_model, num_heads, d_ff) in enumerate(BLOCK_CONFIGS):
+        block = make_block(TransformerBlock, d_model, num_heads, d_ff, dropout=0.0, seed=i)
+        block.eval()
+        T = 7
+        x = torch.randn(2, T, d_model, generator=gen)
+        what = f"a block (d_model={d_model}) with is_causal=True"
+        out = _tensor(_call(block, x, what=what, is_causal=True), (2, T, d_model), what)
+        for t in (1, 3, 6):
+            changed = x.clone()
+            changed[:, t:] = 3 * torch.randn(2, T - t, d_model, generator=gen)
+            again = _call(block, changed, what=what, is_causal=True)
+            if not torch.allclose(out[:, :t], again[:, :t], atol=ATOL, rtol=1e-5):
+                fail(f"{what}: changing the input at positions {t}..{T - 1} changed the output at "
+                     f"an earlier position: the block looks into the future")
+
+
+# --- the model ------------------------------------------------------------------------------
+
+
+def _tokens(gen: torch.Generator, vocab_size: int, B: int, T: int) -> torch.Tensor:
+    return torch.randint(0, vocab_size, (B, T), generator=gen)
+
+
+def model_shapes(TinyTransformer) -> None:
+    """Tokens (B, T) with T <= max_len give float32 logits (B, T, vocab_size)."""
+    gen = torch.Generator().manual_seed(73)
+    for config in MODEL_CONFIGS:
+        vocab_size, max_len = config[0], config[-1]
+        model = make_model(TinyTransformer, config, dropout=0.0)
+        model.eval()
+        for B, T in [(2, max_len), (1, 1), (3, max_len // 2)]:
+            what = f"the logits of a model (vocab_size={vocab_size}) for tokens of shape {(B, T)}"
+            out = _call(model, _tokens(gen, vocab_size, B, T), what=what)
+            _tensor(out, (B, T, vocab_size), what)
+
+
+def model_parameter_count(TinyTransformer) -> None:
+    """The model has the parameters of an embedding, its blocks, a final LayerNorm and out_proj."""
+    for config in MODEL_CONFIGS:
+        vocab_size, d_model, _, num_layers, d_ff, _ = config
+        model = make_model(TinyTransformer, config, dropout=0.1)
+        got = sum(p.numel() for p in model.parameters())
+        expected = (vocab_size * d_model + num_layers * ref.block_parameter_count(d_model, d_ff)
+                    + 2 * d_model + d_model * vocab_size + vocab_size)
+        if got != expected:
+            fail(f"a TinyTransformer with vocab_size={vocab_size}, d_model={d_model}, "
+                 f"num_layers={num_layers}, d_ff={d_ff} has {got} parameters; count the token "
+                 "embedding, the blocks, the final LayerNorm and the output projection (the "
+                 "sinusoidal positional encoding has no parameters)")
+
+
+def model_is_causal(TinyTransformer) -> None:
+    """Changing the tokens at positions >= t leaves the logits before t unchanged."""
+    gen = torch.Generator().manual_seed(74)
+    for config in MODEL_CONFIGS:
+        vocab_size, max_len = config[0], config[-1]
+        model = make_model(TinyTransformer, config, dropout=0.0)
+        model.eval()
+        tokens = _tokens(gen, vocab_size, 3, max_len)
+        what = f"a model (vocab_size={vocab_size}, max_len={max_len})"
+        out = _tensor(_call(model, tokens, what=what), (3, max_len, vocab_size),
+                      f"the logits of {what}")
+        for t in (1, max_len // 2, max_len - 1):
+            changed = tokens.clone()
+            changed[:, t:] = (changed[:, t:] + 1 + _tokens(gen, vocab_size - 1, 3, max_len - t)) \
+                % vocab_size  # every later token differs
+            again = _call(model, changed, what=what)
+            if not torch.allclose(out[:, :t], again[:, :t], atol=ATOL, rtol=1e-5):
+                fail(f"{what}: changing the tokens at positions {t}..{max_len - 1} changed the "
+                     "logits at an earlier position: the model looks into the future (is the "
+                     "self-attention of every block causal?)")
+
+
+def positional_encoding_before_first_block(TinyTransformer) -> None:
+    """The first block receives embedding(tokens) * sqrt(d_model) + PE[:T]."""
+    gen = torch.Generator().manual_seed(75)
+    for config in MODEL_CONFIGS:
+        vocab_size, d_model, max_len = config[0], config[1], config[-1]
+        model = make_model(TinyTransformer, config, dropout=0.0)
+        model.eval()
+        embedding, blocks = getattr(model, "embedding", None), getattr(model, "blocks", None)
+        if not isinstance(embedding, nn.Embedding) or not isinstance(blocks, nn.ModuleList) \
+                or len(blocks) == 0:
+            fail("the model should have an nn.Embedding `embedding` and an nn.ModuleList "
+                 "`blocks` of TransformerBlock")
+        seen = []
+
+        def record(module, args, kwargs):
+            seen.append(args[0] if args else kwargs.get("x", next(iter(kwargs.values()), None)))
+
+        tokens = _tokens(gen, vocab_size, 2, max_len)
+        handle = blocks[0].register_forward_pre_hook(record, with_kwargs=True)
+        try:
+            _call(model, tokens, what=f"a model (d_model={d_model})")
+        finally:
+            handle.remove()
+        if not seen or not isinstance(seen[0], torch.Tensor):
+            fail("the model's forward should call its first block, blocks[0], on a tensor")
+        with torch.no_grad():
+            expected = embedding(tokens) * math.sqrt(d_model) + ref.positional_encoding(
+                max_len, d_model)
+        assert_close(seen[0], expected, f"the input of the first block (d_model={d_model}): it "
+                     "should be the token embeddings times sqrt(d_model) plus the sinusoidal "
+                     "positional encodings", rtol=1e-5, atol=1e-5)
+
+
+def model_matches_reference(TinyTransformer) -> None:
+    """With the learner's weights, the logits are those of the reference decoder-only model."""
+    gen = torch.Generator().manual_seed(76)
+    for i, config in enumerate(MODEL_CONFIGS):
+        vocab_size, d_model, num_heads, num_layers, d_ff, max_len = config
+        model = make_model(TinyTransformer, config, dropout=0.0, seed=i)
+        _perturb_norms(model, seed=i)
+        model.eval()
+        what = f"a model with vocab_size={vocab_size}, d_model={d_model}, num_layers={num_layers}"
+        tokens = _tokens(gen, vocab_size, 3, max_len)
+        out = _tensor(_call(model, tokens, what=what), (3, max_len, vocab_size),
+                      f"the logits of {what}")
+        expected = {}
+        for norm_first in (False, True):
+            reference = ref.DecoderOnlyTransformer(vocab_size, d_model, num_heads, num_layers,
+                                                   d_ff, max_len, dropout=0.0,
+                                                   norm_first=norm_first).eval()
+            _load_into(reference, model, what, _MODEL_NAMES)
+            with torch.no_grad():
+                expected[norm_first] = reference(tokens)
+        if not _matches_one(out, expected):
+            fail(f"{what}: with the same weights, the logits differ from those of embedding * "
+                 "sqrt(d_model) + positional encoding, the blocks with is_causal=True, the final "
+                 "LayerNorm and out_proj")
+
+
+def eval_mode_is_deterministic(TransformerBlock, TinyTransformer) -> None:
+    """In eval mode, dropout is off: the same input gives the same output every time."""
+    gen = torch.Generator().manual_seed(77)
+    d_model, num_heads, d_ff = BLOCK_CONFIGS[0]
+    block = make_block(TransformerBlock, d_model, num_heads, d_ff, dropout=0.5)
+    model = make_model(TinyTransformer, MODEL_CONFIGS[0], dropout=0.5)
+    x = torch.randn(2, 6, d_model, generator=gen)
+    tokens = _tokens(gen, MODEL_CONFIGS[0][0], 2, MODEL_CONFIGS[0][-1])
+    for module, inp, name in ((block, x, "TransformerBlock"), (model, tokens, "TinyTransformer")):
+        what = f"a {name} with dropout=0.5 in eval mode"
+        module.train()
+        module.eval()
+        outs = []
+        for seed in (1, 2):
+            torch.manual_seed(seed)
+            outs.append(_call(module, inp, what=what))
+        if not isinstance(outs[0], torch.Tensor) or not torch.equal(outs[0], outs[1]):
+            fail(f"{what}: two calls on the same input gave different outputs; dropout must be "
+                 "the identity in eval mode (use nn.Dropout modules, or pass "
+                 "training=self.training)")
+
+
+def dropout_acts_in_training(TransformerBlock, TinyTransformer) -> None:
+    """In train mode with dropout=0.5, two calls on the same input differ (dropout is applied)."""
+    gen = torch.Generator().manual_seed(78)
+    d_model, num_heads, d_ff = BLOCK_CONFIGS[0]
+    block = make_block(TransformerBlock, d_model, num_heads, d_ff, dropout=0.5)
+    model = make_model(TinyTransformer, MODEL_CONFIGS[0], dropout=0.5)
+    x = torch.randn(2, 6, d_model, generator=gen)
+    tokens = _tokens(gen, MODEL_CONFIGS[0][0], 2, MODEL_CONFIGS[0][-1])
+    for module, inp, name in ((block, x, "TransformerBlock"), (model, tokens, "TinyTransformer")):
+        what = f"a {name} with dropout=0.5 in train mode"
+        module.train()
+        outs = []
+        for seed in (1, 2):
+            torch.manual_seed(seed)
+            outs.append(_call(module, inp, what=what))
+        if not isinstance(outs[0], torch.Tensor) or torch.equal(outs[0], outs[1]):
+            fail(f"{what}: two calls gave identical outputs; dropout should act in training "
+                 "(in the block: on each sub-layer's output)")
+
+
+# --- training -------------------------------------------------------------------------------
+
+
+def held_out_digits(num_sequences: int = 1000) -> torch.Tensor:
+    """Held-out test sequences for the accuracy check (a seed no training run uses)."""
+    return ref.random_digits(num_sequences, ref.N_DIGITS,
+                             torch.Generator().manual_seed(HELD_OUT_SEED))
+
+
+def trained_model_reverses(model, threshold: float = ref.ACCURACY_THRESHOLD) -> None:
+    """The trained model reverses at least ``threshold`` of 1000 held-out sequences exactly."""
+    if not isinstance(model, nn.Module):
+        fail(f"train_tiny_transformer should return the trained model (an nn.Module), got "
+             f"{type(model).__name__}")
+    acc = _call(ref.reversal_accuracy, model, held_out_digits(),
+                what="greedy decoding with the trained model")
+    if acc < threshold:
+        fail(f"the trained model reverses {acc:.1%} of 1000 held-out sequences of "
+             f"{ref.N_DIGITS} digits exactly; it should reach {threshold:.0%}")
