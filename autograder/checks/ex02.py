@@ -12,7 +12,8 @@ from typing import Callable
 import numpy as np
 
 from autograder.reference import numpy_attention as ref
-from autograder.testing import assert_close, expect_value_error, fail
+from autograder.diagnose import attention_hint, weights_hint
+from autograder.testing import assert_close, expect_value_error, explain, fail
 
 RTOL, ATOL = 1e-10, 1e-12
 
@@ -52,6 +53,11 @@ def _attention(attention: Callable, Q, K, V, mask=None, *, what: str):
     got = _call(attention, *[np.copy(a) for a in args], what=what)
     out, w = _pair(got, exp_out.shape, exp_w.shape, what)
     return out, w, exp_out, exp_w
+
+
+def _hint(w, out, Q, K, V, mask) -> str:
+    """The common mistake the weights or the output match (see autograder.diagnose)."""
+    return weights_hint(w) or attention_hint(out, Q, K, V, mask)
 
 
 def _some_true_per_row(rng: np.random.Generator, shape: tuple, p: float = 0.6) -> np.ndarray:
@@ -147,8 +153,9 @@ def attention_matches_reference(attention: Callable, seed: int = 4) -> None:
         Q, K, V = rng.normal(size=(T_q, d_k)), rng.normal(size=(T_k, d_k)), rng.normal(size=(T_k, d_v))
         what = f"attention with T_q = {T_q}, T_k = {T_k}, d_k = {d_k}, d_v = {d_v}"
         out, w, exp_out, exp_w = _attention(attention, Q, K, V, what=what)
-        assert_close(w, exp_w, f"{what}: weights", rtol=RTOL, atol=ATOL)
-        assert_close(out, exp_out, f"{what}: output", rtol=RTOL, atol=ATOL)
+        with explain(lambda: _hint(w, out, Q, K, V, None)):
+            assert_close(w, exp_w, f"{what}: weights", rtol=RTOL, atol=ATOL)
+            assert_close(out, exp_out, f"{what}: output", rtol=RTOL, atol=ATOL)
 
 
 def attention_batched(attention: Callable, seed: int = 5) -> None:
@@ -162,8 +169,9 @@ def attention_batched(attention: Callable, seed: int = 5) -> None:
         Q, K, V = rng.normal(size=sQ), rng.normal(size=sK), rng.normal(size=sV)
         what = f"attention with Q {sQ}, K {sK}, V {sV}"
         out, w, exp_out, exp_w = _attention(attention, Q, K, V, what=what)
-        assert_close(w, exp_w, f"{what}: weights", rtol=RTOL, atol=ATOL)
-        assert_close(out, exp_out, f"{what}: output", rtol=RTOL, atol=ATOL)
+        with explain(lambda: _hint(w, out, Q, K, V, None)):
+            assert_close(w, exp_w, f"{what}: weights", rtol=RTOL, atol=ATOL)
+            assert_close(out, exp_out, f"{what}: output", rtol=RTOL, atol=ATOL)
         # Independent of the reference: loop over the batch with unbatched inputs.
         batch = out.shape[:-2]
         Qb, Kb, Vb = (np.broadcast_to(a, (*batch, *a.shape[-2:])) for a in (Q, K, V))
@@ -190,8 +198,9 @@ def attention_with_mask(attention: Callable, seed: int = 6) -> None:
         if np.any(np.broadcast_to(~mask, w.shape) & (np.abs(w) > 0)):
             fail(f"{what}: a key where the mask is False got a nonzero weight "
                  "(True means 'may attend')")
-        assert_close(w, exp_w, f"{what}: weights", rtol=RTOL, atol=ATOL)
-        assert_close(out, exp_out, f"{what}: output", rtol=RTOL, atol=ATOL)
+        with explain(lambda: _hint(w, out, Q, K, V, mask)):
+            assert_close(w, exp_w, f"{what}: weights", rtol=RTOL, atol=ATOL)
+            assert_close(out, exp_out, f"{what}: output", rtol=RTOL, atol=ATOL)
 
 
 def attention_causal(attention: Callable, seed: int = 7) -> None:
@@ -202,8 +211,9 @@ def attention_causal(attention: Callable, seed: int = 7) -> None:
     Q, K, V = rng.normal(size=(2, T, d_k)), rng.normal(size=(2, T, d_k)), rng.normal(size=(2, T, d_v))
     what = "attention with a causal mask"
     out, w, exp_out, exp_w = _attention(attention, Q, K, V, mask, what=what)
-    assert_close(w, exp_w, f"{what}: weights", rtol=RTOL, atol=ATOL)
-    assert_close(out, exp_out, f"{what}: output", rtol=RTOL, atol=ATOL)
+    with explain(lambda: _hint(w, out, Q, K, V, mask)):
+        assert_close(w, exp_w, f"{what}: weights", rtol=RTOL, atol=ATOL)
+        assert_close(out, exp_out, f"{what}: output", rtol=RTOL, atol=ATOL)
     for t in range(T - 1):
         K2, V2 = K.copy(), V.copy()
         K2[:, t + 1:] = rng.normal(scale=5.0, size=K2[:, t + 1:].shape)
@@ -226,8 +236,9 @@ def attention_mask_far_scores(attention: Callable, seed: int = 8) -> None:
     mask = _some_true_per_row(rng, (T_q, T_k), p=0.5)
     what = "attention with a mask and scores around -2e4"
     out, w, exp_out, exp_w = _attention(attention, Q, K, V, mask, what=what)
-    assert_close(w, exp_w, f"{what}: weights", rtol=1e-6, atol=1e-9)
-    assert_close(out, exp_out, f"{what}: output", rtol=1e-6, atol=1e-9)
+    with explain(lambda: _hint(w, out, Q, K, V, mask)):
+        assert_close(w, exp_w, f"{what}: weights", rtol=1e-6, atol=1e-9)
+        assert_close(out, exp_out, f"{what}: output", rtol=1e-6, atol=1e-9)
 
 
 def attention_fully_masked_rows(attention: Callable, seed: int = 9) -> None:
@@ -245,8 +256,9 @@ def attention_fully_masked_rows(attention: Callable, seed: int = 9) -> None:
             fail(f"{what}: query ({b}, {i}) gives NaN or inf; it should give zeros")
         if np.any(w[b, i] != 0) or np.any(out[b, i] != 0):
             fail(f"{what}: query ({b}, {i}) should get zero weights and a zero output")
-    assert_close(w, exp_w, f"{what}: weights", rtol=RTOL, atol=ATOL)
-    assert_close(out, exp_out, f"{what}: output", rtol=RTOL, atol=ATOL)
+    with explain(lambda: _hint(w, out, Q, K, V, mask)):
+        assert_close(w, exp_w, f"{what}: weights", rtol=RTOL, atol=ATOL)
+        assert_close(out, exp_out, f"{what}: output", rtol=RTOL, atol=ATOL)
 
 
 def attention_keeps_dtype(attention: Callable, seed: int = 10) -> None:
@@ -275,8 +287,9 @@ def attention_is_stable(attention: Callable, seed: int = 11) -> None:
         what = f"attention of {np.dtype(dtype).name} inputs with every score near {offset:g}"
         out, w, exp_out, exp_w = _attention(attention, Q, K, V, what=what)
         tol = 1e-9 if dtype == np.float64 else 2e-3
-        assert_close(w, exp_w, f"{what}: weights", rtol=tol, atol=tol)
-        assert_close(out, exp_out, f"{what}: output", rtol=tol, atol=tol)
+        with explain(lambda: _hint(w, out, Q, K, V, None)):
+            assert_close(w, exp_w, f"{what}: weights", rtol=tol, atol=tol)
+            assert_close(out, exp_out, f"{what}: output", rtol=tol, atol=tol)
 
 
 def attention_rejects_bad_input(attention: Callable) -> None:

@@ -21,7 +21,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.reference import torch_attention as ref
-from autograder.testing import assert_close, expect_value_error, fail
+from autograder.diagnose import attention_hint
+from autograder.testing import assert_close, expect_value_error, explain, fail
 
 DEVICES = ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
 RTOL, ATOL = 1e-7, 1e-9  # float64 everywhere unless a check says otherwise
@@ -184,11 +185,22 @@ def _torch_sdpa(q, k, v, attn_mask=None, is_causal=False):
         return _TORCH_SDPA(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
 
 
+def _hint(out, q, k, v, attn_mask, is_causal) -> str:
+    """The common mistake ``out`` matches (no scale, d_k, inverted mask...): see diagnose."""
+    if attn_mask is not None and attn_mask.dtype != torch.bool:
+        return ""  # float masks are added to the scores: no boolean meaning to invert
+    mask = None if attn_mask is None else _np(attn_mask).astype(bool)
+    if is_causal:
+        mask = np.tril(np.ones((q.shape[-2], k.shape[-2]), dtype=bool))
+    return attention_hint(_np(out), _np(q), _np(k), _np(v), mask)
+
+
 def _compare(out, q, k, v, what, *, attn_mask=None, is_causal=False, rtol=RTOL, atol=ATOL,
              with_torch=True):
     """Compare with the reference and, where it applies, with torch's built-in."""
     expected = ref.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
-    assert_close(_np(out), _np(expected), what, rtol=rtol, atol=atol)
+    with explain(lambda: _hint(out, q, k, v, attn_mask, is_causal)):
+        assert_close(_np(out), _np(expected), what, rtol=rtol, atol=atol)
     if with_torch:
         builtin = _torch_sdpa(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
         assert_close(_np(out), _np(builtin), f"{what} (against torch's built-in)", rtol=rtol, atol=atol)

@@ -1,6 +1,7 @@
 """Wrong: reads the mask as True = masked out (nn.MultiheadAttention's convention).
 
 fails: test_attention_mask, test_attention_causal, test_attention_mask_far_scores, test_attention_fully_masked, test_attention_dtype
+hint: True means
 """
 # %% scaled_dot_product_attention
 def scaled_dot_product_attention(Q, K, V, mask=None):

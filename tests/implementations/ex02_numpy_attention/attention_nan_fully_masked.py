@@ -1,6 +1,7 @@
 """Wrong: a plain softmax inside attention, so a fully masked query gives 0/0 = NaN.
 
 fails: test_attention_fully_masked
+hint: give zeros
 """
 # %% scaled_dot_product_attention
 def scaled_dot_product_attention(Q, K, V, mask=None):

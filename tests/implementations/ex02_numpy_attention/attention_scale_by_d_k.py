@@ -1,6 +1,7 @@
 """Wrong: divides the scores by d_k instead of sqrt(d_k).
 
 fails: test_attention_worked_example, test_attention_batched, test_attention_mask, test_attention_causal, test_attention_mask_far_scores, test_attention_fully_masked, test_attention_dtype, test_attention_stable
+hint: divided by d_k instead of sqrt(d_k)
 """
 # %% scaled_dot_product_attention
 def scaled_dot_product_attention(Q, K, V, mask=None):

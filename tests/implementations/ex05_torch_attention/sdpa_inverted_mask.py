@@ -1,6 +1,7 @@
 """Wrong: reads a boolean mask as True = masked out (nn.MultiheadAttention's convention).
 
 fails: test_mha_fully_masked, test_mha_masks, test_sdpa_bool_mask, test_sdpa_dtype_device, test_sdpa_fully_masked, test_sdpa_masked_far_scores
+hint: meaning inverted
 """
 # %% scaled_dot_product_attention
 def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False):

@@ -1,6 +1,7 @@
 """Wrong: divides the scores by E (d_k) instead of sqrt(E).
 
 fails: test_mha_fully_masked, test_mha_is_causal, test_mha_masks, test_mha_matches_torch, test_sdpa_bool_mask, test_sdpa_dtype_device, test_sdpa_float_mask, test_sdpa_fully_masked, test_sdpa_half_precision, test_sdpa_is_causal, test_sdpa_known_values, test_sdpa_masked_far_scores
+hint: divided by d_k instead of sqrt(d_k)
 """
 # %% scaled_dot_product_attention
 def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False):
