@@ -49,12 +49,13 @@ def _corpus():
                           FULL, "timeout")
     c["sleeps"] = (_insert_after(filled_notebook(A), "setup", "import time\ntime.sleep(10**6)"),
                    FULL, "timeout")
-    # Memory runs out after the softmax tests: the traceback keeps the blocks alive, so
-    # later cells fail too (MemoryError or a dead kernel); the 3 points before are kept.
-    c["hogs_memory"] = (_insert_after(filled_notebook(A), "test_softmax_empty",
+    # Memory runs out in a cell of the learner's after the last test: every point is kept.
+    # (Placed last because whether Python frees the blocks after the MemoryError, which
+    # decides whether later cells can still allocate, depends on the traceback's lifetime.)
+    c["hogs_memory"] = (_insert_after(filled_notebook(A), "test_kc3",
                                       "def hog():\n    blocks = []\n    while True:\n"
                                       "        blocks.append(bytearray(2**27))\n\n\nhog()"),
-                        3.0, "out-of-memory")
+                        FULL, "out-of-memory")
     # The kernel dies right after the softmax tests: those 3 points are kept, the rest lost.
     c["os_exit"] = (_insert_after(filled_notebook(A), "test_softmax_empty",
                                   "import os\nos._exit(1)"), 3.0, "kernel-died")
