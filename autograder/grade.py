@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -163,8 +164,7 @@ def _prevalidate(sub: Submission, dest: Path) -> tuple[str, str] | None:
         nbformat.validate(nb)
     except Exception as exc:  # noqa: BLE001 - nbformat raises several kinds
         return "invalid-notebook", f"not a valid Jupyter notebook ({str(exc).splitlines()[0]})"
-    source = nbformat.read(_source_notebook(sub.assignment), as_version=4)
-    if not (_grade_ids(nb) & _grade_ids(source)):
+    if not (_grade_ids(nb) & set(_released_cells(sub.assignment))):
         return "wrong-assignment", f"no cell of {sub.assignment} found in the notebook"
     dest.parent.mkdir(parents=True, exist_ok=True)
     if sub.converted or sub.path.resolve() != dest.resolve():
@@ -172,11 +172,10 @@ def _prevalidate(sub: Submission, dest: Path) -> tuple[str, str] | None:
     return None
 
 
-def _tampered(submitted: Path, assignment: str) -> list[str]:
+def _tampered(sub, assignment: str) -> list[str]:
     """What the learner changed in the notebook's structure: locked cells edited, removed,
     turned into another cell type or duplicated, and cells moved out of order."""
     released = _released_cells(assignment)
-    sub = nbformat.read(submitted, as_version=4)
     theirs: dict[str, list] = {}
     order = []
     for c in sub.cells:
@@ -219,13 +218,13 @@ def _released_cells(assignment: str) -> dict:
     return _released[assignment]
 
 
-def _learner_tampering(submitted: Path, assignment: str) -> tuple[str | None, list[str]]:
+def _learner_tampering(nb, assignment: str) -> tuple[str | None, list[str]]:
     """(grade_id of the first cell that modifies a module or the shell, what it does)."""
     from autograder.tampering import suspicious
 
     released = _released_cells(assignment)
     anchor = None
-    for c in nbformat.read(submitted, as_version=4).cells:
+    for c in nb.cells:
         meta = nbgrader_meta(c)
         gid = meta.get("grade_id")
         if gid in released:
@@ -306,6 +305,7 @@ def _read_scores(workspace: Path, sub: Submission
                 bool(s.needs_manual_grade), tests, float(s.total_seconds_late or 0.0))
 
 
+@functools.lru_cache(maxsize=None)
 def _max_score(workspace: Path, assignment: str) -> float:
     from nbgrader.api import Gradebook
 
@@ -331,8 +331,9 @@ def grade_one(api, sub: Submission, workspace: Path) -> dict:
     if bad:
         row["status"], row["detail"] = bad
         return row
-    restored = _tampered(dest, sub.assignment)
-    anchor, cheats = _learner_tampering(dest, sub.assignment)
+    submitted = nbformat.read(dest, as_version=4)
+    restored = _tampered(submitted, sub.assignment)
+    anchor, cheats = _learner_tampering(submitted, sub.assignment)
     _copy_timestamp(sub, dest.parent)
     log_dir = workspace / "logs" / sub.student_id
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -405,7 +406,8 @@ class Worker:
         self.proc = None
         self.lines: queue.Queue = queue.Queue()
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start the worker process (it imports nbgrader, then waits for tasks)."""
         err = self.log.open("a", encoding="utf-8")
         self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=err, text=True, encoding="utf-8", env=_env(),
@@ -431,7 +433,7 @@ class Worker:
 
     def grade(self, sub: Submission, limit: float) -> dict:
         if self.proc is None or self.proc.poll() is not None:
-            self._start()
+            self.start()
         task = {"student_id": sub.student_id, "assignment": sub.assignment,
                 "path": str(sub.path) if sub.path else None, "sha256": sub.sha256}
         base = {"student_id": sub.student_id, "assignment": sub.assignment, "score": 0.0,
@@ -509,9 +511,6 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         with (workspace / TESTS_CSV).open(newline="", encoding="utf-8") as f:
             for r in csv.DictReader(f):
                 tests.setdefault((r["student_id"], r["assignment"]), []).append(r)
-    for assignment in sorted({s.assignment for s in subs} - set(unknown)):
-        _ensure_released(workspace, assignment)
-
     todo = []
     for s in subs:
         key = (s.student_id, s.assignment)
@@ -525,6 +524,18 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
             continue  # graded before and unchanged
         else:
             todo.append(s)
+    # Start the workers first: their nbgrader import overlaps with the release below.
+    workers = [Worker(workspace, i, cell_timeout, memory_mb, late_penalty)
+               for i in range(max(1, min(jobs, len(todo)))) if todo]
+    for w in workers:
+        w.start()
+    try:
+        for assignment in sorted({s.assignment for s in subs} - set(unknown)):
+            _ensure_released(workspace, assignment)
+    except BaseException:
+        for w in workers:
+            w.kill()
+        raise
     lock = threading.Lock()
 
     def save() -> None:
@@ -541,8 +552,7 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
     for s in todo:
         pending.put(s)
 
-    def work(index: int) -> None:
-        worker = Worker(workspace, index, cell_timeout, memory_mb, late_penalty)
+    def work(worker: Worker) -> None:
         try:
             while True:
                 try:
@@ -561,7 +571,7 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         finally:
             worker.kill()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(max(1, min(jobs, len(todo))))]
+    threads = [threading.Thread(target=work, args=(w,)) for w in workers]
     for t in threads:
         t.start()
     for t in threads:
