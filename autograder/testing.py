@@ -26,6 +26,16 @@ def fail(message: str) -> None:
     raise CheckFailed(message)
 
 
+def call_learner(fn: Callable, *args, what: str, **kwargs):
+    """Call a learner's function; turn the stub or any exception into a clear failure."""
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        fail(f"{what}: not implemented yet (the stub raises NotImplementedError)")
+    except Exception as exc:  # noqa: BLE001 - a learner's code may raise anything
+        fail(f"{what}: raised {type(exc).__name__}: {exc}")
+
+
 def check_type(value: Any, expected: type | tuple[type, ...], what: str) -> None:
     """Check ``type(value)`` is exactly one of ``expected`` (no subclasses such as np.float64)."""
     types = expected if isinstance(expected, tuple) else (expected,)

@@ -29,6 +29,7 @@ import numpy as np
 
 from autograder.diagnose import variance_hint
 from autograder.reference.scaling import sample_variance_std
+from autograder.testing import call_learner as _call
 from autograder.testing import expect_value_error, explain, fail
 
 Z = 6.0  # standard errors allowed; see the module docstring
@@ -37,13 +38,6 @@ CASES = [(1, 20_000), (4, 20_000), (16, 20_000), (64, 10_000), (256, 4_000)]
 SEEDS = (1, 2, 3)
 
 
-def _call(fn: Callable, *args, what: str, **kwargs):
-    try:
-        return fn(*args, **kwargs)
-    except NotImplementedError:
-        fail(f"{what}: not implemented yet (the stub raises NotImplementedError)")
-    except Exception as exc:  # noqa: BLE001 - a learner's code may raise anything
-        fail(f"{what}: raised {type(exc).__name__}: {exc}")
 
 
 def _float(value, what: str) -> float:

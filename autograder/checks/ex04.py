@@ -18,6 +18,7 @@ import numpy as np
 
 from autograder.diagnose import positional_encoding_hint, shift_matrix_hint
 from autograder.reference import positional_encoding as ref
+from autograder.testing import call_learner as _call
 from autograder.testing import assert_close, expect_value_error, explain, fail
 
 ATOL = 1e-9
@@ -29,13 +30,6 @@ SHIFTS = [0, 1, 2, 5, 17, 100, 1000]
 NEGATIVE_SHIFTS = [-1, -2, -17, -300]
 
 
-def _call(fn: Callable, *args, what: str, **kwargs):
-    try:
-        return fn(*args, **kwargs)
-    except NotImplementedError:
-        fail(f"{what}: not implemented yet (the stub raises NotImplementedError)")
-    except Exception as exc:  # noqa: BLE001 - a learner's code may raise anything
-        fail(f"{what}: raised {type(exc).__name__}: {exc}")
 
 
 def _array(value, shape: tuple[int, ...], what: str) -> np.ndarray:
