@@ -73,9 +73,11 @@ def browser():
         b.close()
 
 
-def open_page(browser, path: Path, width: int = 1280, height: int = 900):
+def open_page(browser, path: Path, width: int = 1280, height: int = 900,
+              color_scheme: str = "light"):
     """Open a page; return (page, console errors, requests to other hosts)."""
-    context = browser.new_context(viewport={"width": width, "height": height})
+    context = browser.new_context(viewport={"width": width, "height": height},
+                                  color_scheme=color_scheme)
     page = context.new_page()
     errors, foreign = [], []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -156,9 +158,15 @@ def test_screenshots(built_book, browser):
     sqrt_chapter = sorted((built_book / "chapters").glob("03_*.html"))
     shots["why-sqrt-dk"] = sqrt_chapter[0] if sqrt_chapter else \
         built_book / "chapters" / "02_scaled_dot_product_attention.html"
+    sizes = {"desktop": (1280, 900, "light"), "phone": (390, 844, "light"),
+             "desktop-dark": (1280, 900, "dark")}
     for name, path in shots.items():
-        for label, (w, h) in {"desktop": (1280, 900), "phone": (390, 844)}.items():
-            page, errors, _ = open_page(browser, path, w, h)
+        for label, (w, h, scheme) in sizes.items():
+            page, errors, _ = open_page(browser, path, w, h, scheme)
+            if scheme == "dark":  # the theme follows the reader's system setting
+                assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+                page.evaluate("() => document.querySelector('img.figure, main img, figure img')"
+                              "?.scrollIntoView()")
             out = SCREENSHOTS / f"{name}-{label}.png"
             page.screenshot(path=str(out), full_page=False)
             page.context.close()
