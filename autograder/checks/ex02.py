@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 
 from autograder.reference import numpy_attention as ref
-from autograder.diagnose import attention_hint, weights_hint
+from autograder import diagnose
 from autograder.testing import assert_close, expect_value_error, explain, fail
 
 RTOL, ATOL = 1e-10, 1e-12
@@ -57,7 +57,7 @@ def _attention(attention: Callable, Q, K, V, mask=None, *, what: str):
 
 def _hint(w, out, Q, K, V, mask) -> str:
     """The common mistake the weights or the output match (see autograder.diagnose)."""
-    return weights_hint(w) or attention_hint(out, Q, K, V, mask)
+    return diagnose.weights_hint(w) or diagnose.attention_hint(out, Q, K, V, mask)
 
 
 def _some_true_per_row(rng: np.random.Generator, shape: tuple, p: float = 0.6) -> np.ndarray:

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.reference import torch_attention as ref
-from autograder.diagnose import attention_hint
+from autograder import diagnose
 from autograder.testing import assert_close, expect_value_error, explain, fail
 
 DEVICES = ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
@@ -192,7 +192,7 @@ def _hint(out, q, k, v, attn_mask, is_causal) -> str:
     mask = None if attn_mask is None else _np(attn_mask).astype(bool)
     if is_causal:
         mask = np.tril(np.ones((q.shape[-2], k.shape[-2]), dtype=bool))
-    return attention_hint(_np(out), _np(q), _np(k), _np(v), mask)
+    return diagnose.attention_hint(_np(out), _np(q), _np(k), _np(v), mask)
 
 
 def _compare(out, q, k, v, what, *, attn_mask=None, is_causal=False, rtol=RTOL, atol=ATOL,
