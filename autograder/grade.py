@@ -7,7 +7,9 @@ module adds what a class needs around it:
 - every submission gets a row in ``grades.csv``, whatever it contains: unreadable or
   empty files, notebooks of another assignment, kernels that hang or die are scored and
   given a ``status`` that says why, and never stop the rest of the class;
-- each submission is graded by its own nbgrader process, so ``--jobs N`` runs N at once;
+- ``--jobs N`` worker processes (:mod:`autograder.grade_worker`) each import nbgrader once
+  and grade one submission at a time in a fresh kernel; a worker that hangs is killed
+  with its kernel and replaced;
 - ``grades.csv`` is rewritten atomically after every submission, so killing the grader
   loses nothing and running it again grades only what is missing or has changed.
 """
