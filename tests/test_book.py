@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -94,3 +95,59 @@ def test_broken_reference_fails_the_build(tmp_path):
     proc = run(JB, cwd=book, timeout=600)
     assert proc.returncode != 0
     assert "eq-does-not-exist" in proc.stdout + proc.stderr
+
+
+# --- the execution cache follows what a chapter imports and includes (shared/cases/004) ---
+
+SOFTMAX = "    return [e / total for e in exps]\n"
+HALF_SOFTMAX = "    return [e / (2 * total) for e in exps]\n"  # weights sum to 1/2
+
+
+def _executed(out: str) -> int:
+    return out.count("Executing notebook using")
+
+
+def _build(book: Path, env: dict) -> tuple[int, str]:
+    proc = run(JB, cwd=book, env={**env, "NO_COLOR": "1"}, timeout=900)
+    return proc.returncode, re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+
+
+def test_changed_module_reexecutes_its_chapters_only(tmp_path):
+    """Case 004: on a warm cache, a reference module edited so that chapter 2's claim
+    (softmax weights sum to 1) breaks fails the build; reverted, the book builds again from
+    the cache, and chapter 3, which does not import that module, is never re-read."""
+    from test_chapter_claims import mini_book
+
+    chapters = {name: (REPO / "chapters" / f"{name}.md").read_text(encoding="utf-8")
+                for name in ("02_scaled_dot_product_attention", "03_why_sqrt_dk")}
+    book = mini_book(tmp_path, chapters, package=True)
+    env = {"PYTHONPATH": str(book)}  # the kernel imports the copy of autograder/
+    module = book / "autograder" / "reference" / "python_attention.py"
+    good = module.read_text(encoding="utf-8")
+    assert good.count(SOFTMAX) == 1
+
+    rc, out = _build(book, env)
+    assert rc == 0, out[-4000:]
+    assert _executed(out) == 2, out[-4000:]
+
+    rc, out = _build(book, env)  # nothing changed: nothing read, nothing run
+    assert rc == 0 and _executed(out) == 0, out[-4000:]
+    assert "0 added, 0 changed, 0 removed" in out, out[-4000:]
+
+    module.write_text(good.replace(SOFTMAX, HALF_SOFTMAX), encoding="utf-8")
+    rc, out = _build(book, env)
+    assert rc != 0, out[-4000:]
+    assert "AssertionError" in out, out[-4000:]
+    assert "0 added, 1 changed, 0 removed" in out, out[-4000:]  # chapter 2 only
+    assert _executed(out) == 1, out[-4000:]
+
+    rc, out = _build(book, env)  # a failure is not cached: the same build fails again
+    assert rc != 0 and "AssertionError" in out, out[-4000:]
+
+    # A failed build makes Sphinx delete its saved environment, so the next build re-reads
+    # every page; both notebooks come from the cache (chapter 2's earlier, correct run).
+    module.write_text(good, encoding="utf-8")
+    rc, out = _build(book, env)
+    assert rc == 0, out[-4000:]
+    assert _executed(out) == 0, out[-4000:]
+    assert out.count("Using cached notebook") == 2, out[-4000:]

@@ -10,6 +10,7 @@ build caused by an ``AssertionError``. The control builds the unmutated chapters
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -39,29 +40,36 @@ def _chapter(name: str) -> str:
     return (REPO / "chapters" / f"{name}.md").read_text(encoding="utf-8")
 
 
-def _mini_book(tmp_path: Path, chapters: dict[str, str]) -> Path:
-    """The book's configuration with the given chapters (name -> text) and their exercises."""
-    for name in ("_config.yml", "references.bib"):
+def mini_book(tmp_path: Path, chapters: dict[str, str], package: bool = False) -> Path:
+    """The book's configuration with the given chapters (name -> text) and the exercise
+    pages they link to. ``package``: also copy the course's package and requirements.txt,
+    so that a build run with PYTHONPATH=tmp_path imports (and tracks) the copy."""
+    for name in ("_config.yml", "references.bib", "requirements.txt"):
         shutil.copy(REPO / name, tmp_path / name)
-    if (REPO / "_ext").is_dir():  # the site's local Sphinx extension, named in _config.yml
+    if (REPO / "_ext").is_dir():  # the site's local Sphinx extensions, named in _config.yml
         shutil.copytree(REPO / "_ext", tmp_path / "_ext",
                         ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "intro.md").write_text(
         "# Intro\n\nA test book.\n\n```{bibliography}\n```\n", encoding="utf-8")
     # The chapters show reference code with {literalinclude} ../autograder/reference/...
-    shutil.copytree(REPO / "autograder" / "reference", tmp_path / "autograder" / "reference",
+    src = REPO / "autograder" if package else REPO / "autograder" / "reference"
+    shutil.copytree(src, tmp_path / src.relative_to(REPO),
                     ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "chapters").mkdir()
     toc = ["format: jb-book", "root: intro", "chapters:"]
+    exercises = []
     for name, text in chapters.items():
         (tmp_path / "chapters" / f"{name}.md").write_text(text, encoding="utf-8")
         toc.append(f"  - file: chapters/{name}")
-    for name in chapters:
-        exercise = CHAPTERS[name][0]
+        exercises += [e for e in re.findall(r"exercises/(ex\w+)/", text) if e not in exercises]
+    for exercise in exercises:
         shutil.copytree(REPO / "exercises" / exercise, tmp_path / "exercises" / exercise)
         toc.append(f"  - file: exercises/{exercise}/{exercise}")
     (tmp_path / "_toc.yml").write_text("\n".join(toc) + "\n", encoding="utf-8")
     return tmp_path
+
+
+_mini_book = mini_book
 
 
 @pytest.mark.parametrize("name", sorted(CHAPTERS))
