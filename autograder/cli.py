@@ -1,6 +1,6 @@
 """``python -m autograder``: check a notebook, grade a class, release the exercises.
 
-Commands (SPEC section 5):
+Commands (the book's page "The grading contract", `contract.md`, says what each does):
 
     python -m autograder check NOTEBOOK
     python -m autograder grade SUBMISSIONS [--workspace DIR] [--jobs N] [--timeout S]
@@ -18,35 +18,117 @@ from autograder import ASSIGNMENTS
 from autograder.config import DEFAULT_WORKSPACE, EXERCISES
 
 
-def cmd_check(args: argparse.Namespace) -> int:
-    from autograder.notebook import execute, results
+def _suggest(path: Path) -> list[str]:
+    """Notebooks near a mistyped path: in its folder, or the course's exercises."""
+    import difflib
 
+    for folders in ((path.parent,), (Path.cwd(), EXERCISES)):
+        names = {}
+        for folder in folders:
+            if not folder.is_dir():
+                continue
+            for c in sorted(folder.glob("*.ipynb")) + sorted(folder.glob("*/*.ipynb")):
+                try:
+                    shown = str(c.resolve().relative_to(Path.cwd().resolve()))
+                except ValueError:
+                    shown = str(c)
+                names.setdefault(c.name, shown)
+        stem = path.stem.lower()
+        close = [n for n in names if stem and (n.lower().startswith(stem) or stem in n.lower())]
+        close += difflib.get_close_matches(path.name, list(names), n=3, cutoff=0.5)
+        if close:
+            return [names[n] for n in dict.fromkeys(close)][:3]
+    return []
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Run a learner notebook's visible tests and say truthfully what they mean.
+
+    Exit status: 0 when every visible test passed, no code cell failed and every written
+    answer is filled in (points that depend on hidden tests or on the instructor are still
+    pending then); 1 when a test failed or timed out, a code cell has an error or a written
+    answer is empty; 2 when the notebook cannot be checked (no such file, not a notebook,
+    no test cells, the notebook of another assignment).
+    """
     path = Path(args.notebook)
     if not path.is_file():
-        print(f"error: no notebook at {path}", file=sys.stderr)
+        hint = _suggest(path)
+        print(f"error: no notebook at {path}"
+              + (f"; did you mean {' or '.join(hint)}?" if hint else ""), file=sys.stderr)
         return 2
-    nb = execute(path, timeout=args.timeout)
-    rows = results(nb)
-    if not rows:
+    import nbformat
+
+    from autograder import notebook as nbk
+
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same answer
+        print(f"error: {path} is not a Jupyter notebook ({type(exc).__name__}: "
+              f"{str(exc).splitlines()[0] if str(exc) else ''})", file=sys.stderr)
+        return 2
+    expected = nbk.assignment_of_path(path)
+    actual = nbk.identify_assignment(nb)
+    if expected and actual and actual != expected:
+        print(f"error: wrong-assignment: {path} is the notebook of {actual}, not of {expected} "
+              f"(its read-only cells are those of {actual}); grading it as {expected} gives "
+              f"status wrong-assignment. Check and submit the {expected} notebook, or check "
+              f"this one under its own name.", file=sys.stderr)
+        return 2
+    assignment = actual or expected
+    source = any(nbk.HIDDEN_BEGIN in c.source or "### BEGIN SOLUTION" in c.source
+                 for c in nb.cells)
+    warnings = []
+    if assignment is None:
+        warnings.append("cannot tell which assignment this notebook is: every passed test is "
+                        "shown as pending, since its hidden part is unknown")
+    elif actual is None:
+        warnings.append(f"most read-only cells of {assignment} are changed or missing")
+    released = nbk.released_notebook(assignment) if assignment and not source else None
+    if released is not None:
+        for change in nbk.restore_fixed_cells(nb, released):
+            what = "test" if change.is_test else "read-only cell"
+            warnings.append(f"{what} {change.grade_id} was {change.kind}: grading puts the "
+                            f"released version back, so check runs that one")
+    hidden = nbk.tests_with_hidden_parts(assignment) if assignment else None
+    execution = nbk.execute(nb, path.resolve().parent, timeout=args.timeout)
+    rows = nbk.results(nb, hidden, execution)
+    if not any(nbk.is_test_cell(c) for c in nb.cells):
         print(f"error: {path} has no nbgrader test cells", file=sys.stderr)
         return 2
+    if assignment:
+        print(f"{path}: {assignment}" + (" (instructor's source: hidden tests run too)"
+                                         if source else ""))
+    for w in warnings:
+        print(f"warning: {w}")
+    errors = nbk.cell_errors(nb)
+    for _, name, message in errors:
+        print(f"error in your cell {name}: {message}")
+    label = {"pass": "PASS", "fail": "FAIL", "timeout": "TIMEOUT", "notrun": "NOT RUN",
+             "partial": "PENDING",
+             "hidden": "PENDING", "manual": "MANUAL", "blank": "BLANK"}
     width = max(len(r.name) for r in rows)
     for r in rows:
-        mark = {"pass": "PASS", "fail": "FAIL", "hidden": "HIDDEN"}[r.status]
-        print(f"{r.name:<{width}}  {r.points:>4g} pt  {mark:<6}  {r.message}")
-    failed = sum(r.status == "fail" for r in rows)
-    passed = sum(r.status == "pass" for r in rows)
-    hidden = sum(r.status == "hidden" for r in rows)
-    earned = sum(r.points for r in rows if r.status == "pass")
-    total = sum(r.points for r in rows if r.status != "hidden")
-    print(f"visible tests: {earned:g} / {total:g} points"
-          + (f"; {hidden} test(s) run only when graded" if hidden else ""))
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+        print(f"{r.name:<{width}}  {r.points:>4g} pt  {label[r.status]:<7}  {r.message}")
+    earned = sum(r.points for r in rows if r.earned)
+    pending = sum(r.points for r in rows if r.pending)
+    lost = sum(r.points for r in rows if r.lost)
+    total = sum(r.points for r in rows)
+    print(f"points: {earned:g} earned, {pending:g} pending (hidden tests and written answers, "
+          f"scored when your instructor grades), {lost:g} lost; {total:g} in all")
+    counts = {s: sum(r.status in group for r in rows) for s, group in (
+        ("passed", ("pass",)), ("failed", ("fail", "timeout")), ("not run", ("notrun",)),
+        ("pending", ("partial", "hidden", "manual", "blank")))}
+    blank = [r.name for r in rows if r.status == "blank"]
+    if blank:
+        print(f"warning: written answer {', '.join(blank)} is still empty")
+    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['pending']} pending"
+          + (f", {counts['not run']} not run" if counts["not run"] else ""))
+    bad = counts["failed"] or counts["not run"] or errors or blank
+    return 1 if bad else 0
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from autograder.grade import grade_class
+    from autograder.grading.run import grade_class
 
     return grade_class(
         Path(args.submissions),
@@ -60,11 +142,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    from autograder.grade import release
+    from autograder.grading.release import release
 
-    from autograder.config import SOLUTIONS
-
-    for assignment in args.assignments or [a for a in ASSIGNMENTS if (SOLUTIONS / a).is_dir()]:
+    for assignment in args.assignments or ASSIGNMENTS:
         print(release(assignment, Path(args.to)))
     return 0
 
@@ -76,9 +156,12 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("check", help="run a notebook's visible tests, one row per test")
+    p = sub.add_parser("check", help="run a notebook's visible tests, one row per test",
+                       description=cmd_check.__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("notebook")
-    p.add_argument("--timeout", type=int, default=120, help="seconds per cell (default 120)")
+    p.add_argument("--timeout", type=int, default=60,
+                   help="seconds one cell may run before it is stopped (default 60)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("grade", help="autograde a class of submissions with nbgrader")

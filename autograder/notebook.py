@@ -1,23 +1,66 @@
-"""Reading nbgrader notebooks: test cells, their points and their results."""
+"""Reading nbgrader notebooks: test cells, their points and their results.
+
+Also what ``python -m autograder check`` needs to tell a learner the truth: which
+assignment a notebook is (:func:`identify_assignment`, shared with grading), which of its
+read-only cells were changed (:func:`restore_fixed_cells`), how to run it cell by cell
+with a timeout that interrupts (:func:`execute`), and what each test's result means while
+its hidden part has not run yet (:func:`results`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ast
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import nbformat
 
-from autograder.nbgrader_plugins import first_error_line, test_summary
+from autograder.config import EXERCISES, SOLUTIONS
+
+HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 
 
 @dataclass
 class TestResult:
-    """One autograder-test cell after execution."""
+    """One graded cell after execution.
+
+    ``status`` is one of: ``pass`` (every part of the test ran here and passed: points
+    earned), ``partial`` (the visible part passed; a hidden part runs when the instructor
+    grades: points pending), ``hidden`` (all of the test is hidden: points pending),
+    ``fail`` (points lost), ``timeout`` (the cell ran past the timeout: points lost),
+    ``notrun`` (not run because an earlier cell timed out or the kernel died),
+    ``manual`` (a written answer graded by the instructor: points pending) and ``blank``
+    (a written answer still empty).
+    """
 
     name: str  # the cell's nbgrader grade_id
     points: float
-    status: str  # "pass", "fail" or "hidden" (its code is added at grading time)
+    status: str
     message: str  # first line of the error, or the test's docstring
+
+    @property
+    def earned(self) -> bool:
+        return self.status == "pass"
+
+    @property
+    def pending(self) -> bool:
+        return self.status in ("partial", "hidden", "manual", "blank")
+
+    @property
+    def lost(self) -> bool:
+        return self.status in ("fail", "timeout")
+
+
+@dataclass
+class Execution:
+    """What happened while a notebook ran: cells that timed out or never ran."""
+
+    timeout: int
+    timed_out: set[int] = field(default_factory=set)  # cell indices
+    not_run: set[int] = field(default_factory=set)  # after a dead or stuck kernel
+    stopped_because: str = ""
 
 
 def nbgrader_meta(cell) -> dict:
@@ -30,10 +73,23 @@ def is_test_cell(cell) -> bool:
     return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
+def test_summary(source: str) -> str:
+    """The first line of a test cell's docstring, or '' when it has none."""
+    try:
+        doc = ast.get_docstring(ast.parse(source)) or ""
+    except SyntaxError:
+        return ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+def first_error_line(output) -> str:
+    """``ename: evalue`` of an error output, first line only."""
+    evalue = str(output.get("evalue", "")).strip().splitlines()
+    return f"{output.get('ename', 'Error')}: {evalue[0] if evalue else ''}".rstrip(": ")
+
+
 def only_docstring(source: str) -> bool:
     """True when a test cell holds nothing but its docstring (all of it is hidden)."""
-    import ast
-
     try:
         body = ast.parse(source).body
     except SyntaxError:
@@ -41,36 +97,273 @@ def only_docstring(source: str) -> bool:
     return len(body) <= 1 and bool(test_summary(source))
 
 
-def results(nb: nbformat.NotebookNode) -> list[TestResult]:
-    """Results of the test cells of an executed notebook, in notebook order."""
+def tests_with_hidden_parts(assignment: str, source_dir: Path | None = None) -> set[str] | None:
+    """grade_ids of the test cells of ``assignment`` that have a hidden part in the source
+    notebook (``solutions/``), or None when the source notebook is not there."""
+    path = Path(source_dir or SOLUTIONS) / assignment / f"{assignment}.ipynb"
+    if not path.is_file():
+        return None
+    nb = nbformat.read(path, as_version=4)
+    return {grade_id(c) for c in nb.cells if is_test_cell(c) and HIDDEN_BEGIN in c.source}
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def error_location(cell, output) -> str:
+    """Where a cell's error happened, in the learner's own words: ``line N: <code>``."""
+    try:
+        ast.parse(cell.source)
+    except SyntaxError as exc:
+        line = (exc.text or "").strip() or cell.source.splitlines()[(exc.lineno or 1) - 1].strip()
+        return f"SyntaxError: {exc.msg} (line {exc.lineno}: {line})"
+    text = _ANSI.sub("", "\n".join(output.get("traceback", [])))
+    m = re.search(r"Cell In\[\d+\], line (\d+)", text)
+    if not m:
+        return ""
+    n = int(m.group(1))
+    lines = cell.source.splitlines()
+    return f"line {n}: {lines[n - 1].strip()}" if 0 < n <= len(lines) else f"line {n}"
+
+
+def cell_errors(nb) -> list[tuple[int, str, str]]:
+    """(index, name, message) of every code cell that is not a test and raised an error:
+    the learner's code cells, whose failure makes later tests fail with a NameError."""
     out = []
-    for cell in nb.cells:
-        if not is_test_cell(cell):
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != "code" or is_test_cell(c):
             continue
-        meta = nbgrader_meta(cell)
-        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        errors = [o for o in c.get("outputs", []) if o.get("output_type") == "error"]
         if errors:
-            status, message = "fail", first_error_line(errors[0])
-        elif only_docstring(cell.source):
-            status, message = "hidden", "graded by hidden tests when the instructor grades"
-        else:
-            status, message = "pass", test_summary(cell.source)
-        out.append(TestResult(meta.get("grade_id", "?"), float(meta.get("points", 0)), status,
-                              message))
+            where = error_location(c, errors[0])
+            name = grade_id(c) or f"cell {i + 1}"
+            if where.startswith("SyntaxError"):
+                out.append((i, name, where))
+            elif errors[0].get("ename") == "NotImplementedError":
+                out.append((i, name, "not done yet: it still raises NotImplementedError"))
+            else:
+                out.append((i, name, first_error_line(errors[0]) + (f" ({where})" if where else "")))
     return out
 
 
-def execute(path: Path, timeout: int = 120) -> nbformat.NotebookNode:
-    """Execute a notebook in its own folder with a fresh kernel; errors are kept as outputs."""
-    from nbclient import NotebookClient
+def results(nb: nbformat.NotebookNode, hidden: set[str] | None = None,
+            execution: Execution | None = None) -> list[TestResult]:
+    """Results of the graded cells of an executed notebook, in notebook order.
 
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
+    Args:
+        nb: the executed notebook.
+        hidden: grade_ids of tests that have a hidden part (:func:`tests_with_hidden_parts`);
+            None when unknown, and then a passing test is only ``partial``, never ``pass``.
+        execution: what :func:`execute` recorded (timeouts, cells never run).
+    """
+    out = []
+    broken = cell_errors(nb)
+    for i, cell in enumerate(nb.cells):
+        meta = nbgrader_meta(cell)
+        gid, points = meta.get("grade_id", "?"), float(meta.get("points", 0) or 0)
+        if is_manual_cell(cell):
+            from autograder.config import TEXT_STUB
+
+            text = normalise(cell.source)
+            if not text or text == TEXT_STUB or (cell.cell_type == "code" and
+                                                 "raise NotImplementedError()" in text):
+                out.append(TestResult(gid, points, "blank",
+                                      "graded by your instructor; your answer is still empty"))
+            else:
+                out.append(TestResult(gid, points, "manual", "graded by your instructor"))
+            continue
+        if not is_test_cell(cell):
+            continue
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if execution and i in execution.timed_out:
+            status, message = "timeout", (f"timed out: still running after {execution.timeout} s "
+                                          "and stopped (an endless loop?)")
+        elif execution and i in execution.not_run:
+            status, message = "notrun", f"not run: {execution.stopped_because}"
+        elif errors:
+            status, message = "fail", first_error_line(errors[0])
+            earlier = [name for j, name, _ in broken if j < i]
+            if errors[0].get("ename") == "NameError" and earlier:
+                message += f" (fix the error in cell '{earlier[-1]}' above first)"
+        elif only_docstring(cell.source):
+            status, message = "hidden", "graded later: all of this test is hidden"
+        elif HIDDEN_BEGIN in cell.source:  # the instructor's source: hidden part ran too
+            status, message = "pass", test_summary(cell.source)
+        elif hidden is None or gid in hidden:
+            status = "partial"
+            message = "visible part passed; the rest is graded later: " + test_summary(cell.source)
+        else:
+            status, message = "pass", test_summary(cell.source)
+        out.append(TestResult(gid, points, status, message))
+    return out
+
+
+def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60) -> Execution:
+    """Run ``nb`` in place, cell by cell, in a fresh kernel started in ``cwd``.
+
+    Errors are kept as outputs. A cell still running after ``timeout`` seconds is
+    interrupted and recorded in ``Execution.timed_out``; when the kernel does not answer
+    the interrupt, or dies, the remaining cells are recorded as not run. The kernel's own
+    log (such as its warning about unencrypted TCP) is silenced.
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    record = Execution(timeout=timeout)
+
+    class Client(NotebookClient):
+        async def _async_handle_timeout(self, timeout, cell=None):
+            record.timed_out.add(self._current_index)
+            return await super()._async_handle_timeout(timeout, cell)
+
+    client = Client(
         nb,
         timeout=timeout,
         allow_errors=True,
+        interrupt_on_timeout=True,
         kernel_name="python3",
-        resources={"metadata": {"path": str(Path(path).resolve().parent)}},
+        extra_arguments=["--log-level=ERROR"],
+        resources={"metadata": {"path": str(Path(cwd).resolve())}},
     )
-    client.execute()
-    return nb
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            if record.stopped_because:
+                record.not_run.add(index)
+                continue
+            client._current_index = index
+            try:
+                client.execute_cell(cell, index)
+            except DeadKernelError:
+                record.not_run.add(index)
+                record.stopped_because = f"the kernel died while cell {index + 1} ran"
+            except CellTimeoutError:
+                record.timed_out.add(index)
+            if index in record.timed_out:
+                # Every later cell would likely wait as long again: stop here, so that the
+                # learner hears about the loop within the timeout plus a few seconds.
+                record.stopped_because = (f"{grade_id(cell) or f'cell {index + 1}'} timed out "
+                                          "above; fix that and check again")
+                client.shutdown_kernel = "immediate"
+    return record
+
+
+# --- Which assignment a notebook is, and how it differs from its released version ---------
+
+def grade_id(cell) -> str | None:
+    """The cell's nbgrader grade_id, or None for a cell without nbgrader metadata."""
+    return nbgrader_meta(cell).get("grade_id")
+
+
+def is_fixed_cell(cell) -> bool:
+    """A read-only cell of the released notebook: locked, not a solution. Grading restores
+    these from the release (nbgrader's OverwriteCells), whatever the learner did to them."""
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade_id")) and bool(meta.get("locked")) and not meta.get("solution")
+
+
+def is_manual_cell(cell) -> bool:
+    """An nbgrader "manually graded answer" cell: graded and a solution (a written answer)."""
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade")) and bool(meta.get("solution"))
+
+
+def normalise(source: str) -> str:
+    """Source compared line by line, ignoring trailing spaces and blank lines at the ends."""
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+@lru_cache(maxsize=None)
+def _released(folder: str) -> dict[str, dict[str, str]]:
+    """assignment -> {grade_id: normalised source} of the read-only cells of its release."""
+    out = {}
+    for path in sorted(Path(folder).glob("*/*.ipynb")):
+        if path.stem != path.parent.name:
+            continue
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except Exception:  # noqa: BLE001 - a broken release folder identifies nothing
+            continue
+        out[path.stem] = {grade_id(c): normalise(c.source) for c in nb.cells if is_fixed_cell(c)}
+    return out
+
+
+def released_notebook(assignment: str, release_dir: Path | None = None):
+    """The released (learner) notebook of ``assignment``, or None when it is not there."""
+    path = Path(release_dir or EXERCISES) / assignment / f"{assignment}.ipynb"
+    return nbformat.read(path, as_version=4) if path.is_file() else None
+
+
+def identify_assignment(nb, release_dir: Path | None = None) -> str | None:
+    """Which assignment ``nb`` is, judged by what it holds, not by its name.
+
+    Every released assignment is scored by how many of its read-only cells (markdown,
+    setup and test cells) appear in ``nb`` with the same grade_id *and* the same source.
+    Assignments share grade_ids (``softmax``, ``test_kc1``, ...) but not these sources, so
+    an ex02 notebook is ex02 even though most of its ids also occur in ex01. Returns the
+    best-scoring assignment when it matches at least 3 cells and more than any other, else
+    None (not a notebook of this course, or too damaged to tell).
+
+    Args:
+        nb: a notebook (``nbformat.NotebookNode``, version 4).
+        release_dir: the release folder, ``<assignment>/<assignment>.ipynb`` inside
+            (default ``exercises/``).
+    """
+    mine = {}
+    for c in nb.get("cells", []):
+        gid = grade_id(c)
+        if gid is not None and not nbgrader_meta(c).get("solution"):
+            mine.setdefault(gid, normalise(c.get("source", "")))
+    scores = sorted(
+        ((sum(mine.get(gid) == src for gid, src in fixed.items()), a)
+         for a, fixed in _released(str(Path(release_dir or EXERCISES).resolve())).items()),
+        reverse=True)
+    if not scores or scores[0][0] < 3 or (len(scores) > 1 and scores[1][0] == scores[0][0]):
+        return None
+    return scores[0][1]
+
+
+def assignment_of_path(path: Path) -> str | None:
+    """The assignment a file's name says it is: its stem or its folder, when either is an id."""
+    from autograder import ASSIGNMENTS
+
+    for name in (Path(path).stem, Path(path).parent.name):
+        if name in ASSIGNMENTS:
+            return name
+    return None
+
+
+@dataclass
+class CellChange:
+    """A read-only cell the learner changed: grading puts the released version back."""
+
+    grade_id: str
+    kind: str  # "edited" or "missing"
+    is_test: bool
+
+
+def restore_fixed_cells(nb, released) -> list[CellChange]:
+    """Put the released version of every read-only cell back into ``nb`` (in place), as
+    grading does, and say which ones were edited or missing. A missing cell is inserted
+    after the cell that precedes it in the release."""
+    changes = []
+    position = {grade_id(c): i for i, c in enumerate(nb.cells) if grade_id(c)}
+    previous = None
+    for rc in released.cells:
+        gid = grade_id(rc)
+        if gid is None:
+            continue
+        if is_fixed_cell(rc):
+            if gid in position:
+                cell = nb.cells[position[gid]]
+                if normalise(cell.source) != normalise(rc.source):
+                    changes.append(CellChange(gid, "edited", is_test_cell(rc)))
+                    cell.source = rc.source
+            else:
+                at = position[previous] + 1 if previous in position else len(nb.cells)
+                nb.cells.insert(at, nbformat.from_dict(dict(rc)))
+                changes.append(CellChange(gid, "missing", is_test_cell(rc)))
+                position = {grade_id(c): i for i, c in enumerate(nb.cells) if grade_id(c)}
+        previous = gid
+    return changes

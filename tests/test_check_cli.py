@@ -1,8 +1,16 @@
-"""``python -m autograder check NOTEBOOK``: one row per test, exit 0 only when all pass."""
+"""``python -m autograder check NOTEBOOK``: one row per graded cell, and only true claims.
+
+A test with a hidden part is never shown as passed with its points earned (case 002);
+edited or missing tests are run as grading runs them (the released version) and warned
+about; written answers are listed as graded by the instructor; a timeout, a syntax error,
+a wrong path and another assignment's notebook each get a clear answer.
+"""
 
 from __future__ import annotations
 
+import re
 import sys
+import time
 
 import nbformat
 import pytest
@@ -10,50 +18,166 @@ from conftest import run
 from submissions import filled_notebook, parse_variant, variants
 
 from autograder.config import EXERCISES, SOLUTIONS
+from autograder.notebook import grade_id, is_manual_cell, is_test_cell
 
 ASSIGNMENTS = sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir())
+EX01 = "ex01_python_attention"
 
 
-def _tests(assignment):
+def _graded(assignment):
     nb = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
-    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"
-            and not c.metadata["nbgrader"].get("solution")]
+    return ([grade_id(c) for c in nb.cells if is_test_cell(c)],
+            [grade_id(c) for c in nb.cells if is_manual_cell(c)])
+
+
+def _check(path, *extra):
+    return run([sys.executable, "-m", "autograder", "check", str(path), *extra])
+
+
+def _rows(stdout: str) -> dict[str, str]:
+    """grade_id -> its row of the table."""
+    return {ln.split()[0]: ln for ln in stdout.splitlines() if re.search(r"\s\d+(\.\d+)? pt\s", ln)}
+
+
+def _points(stdout: str) -> tuple[float, float, float]:
+    m = re.search(r"points: ([\d.]+) earned, ([\d.]+) pending .*, ([\d.]+) lost", stdout)
+    assert m, stdout
+    return tuple(float(x) for x in m.groups())
+
+
+def _write(tmp_path, assignment, cells=None, name=None, edit=None):
+    nb = filled_notebook(assignment, cells)
+    if edit:
+        edit(nb)
+    path = tmp_path / (name or f"{assignment}.ipynb")
+    nbformat.write(nb, path)
+    return path
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_check_passes_on_solution(assignment):
-    proc = run([sys.executable, "-m", "autograder", "check",
-                str(SOLUTIONS / assignment / f"{assignment}.ipynb")])
+    """The instructor's source runs its hidden parts too: every test PASS, written answers
+    listed as graded by the instructor."""
+    proc = _check(SOLUTIONS / assignment / f"{assignment}.ipynb")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    rows = [ln for ln in proc.stdout.splitlines() if " pt " in ln]
-    assert len(rows) == len(_tests(assignment))
-    assert all("PASS" in r for r in rows)
+    tests, manual = _graded(assignment)
+    rows = _rows(proc.stdout)
+    assert sorted(rows) == sorted(tests + manual)
+    assert all(" PASS " in rows[t] for t in tests), proc.stdout
+    assert all(" MANUAL " in rows[m] and "graded by your instructor" in rows[m] for m in manual)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_check_fails_on_learner_notebook(assignment):
-    proc = run([sys.executable, "-m", "autograder", "check",
-                str(EXERCISES / assignment / f"{assignment}.ipynb")])
+    proc = _check(EXERCISES / assignment / f"{assignment}.ipynb")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    rows = [ln for ln in proc.stdout.splitlines() if " pt " in ln]
-    assert len(rows) == len(_tests(assignment))
-    assert any("FAIL" in r and "NotImplementedError" in r for r in rows)
-    assert "passed," in proc.stdout.splitlines()[-1]
+    tests, manual = _graded(assignment)
+    rows = _rows(proc.stdout)
+    assert sorted(rows) == sorted(tests + manual)
+    assert any(" FAIL " in r and "NotImplementedError" in r for r in rows.values())
+    assert _points(proc.stdout)[0] == 0, "the untouched notebook earns nothing"
+    for m in manual:  # a blank written answer is named, and makes the exit status 1
+        assert " BLANK " in rows[m] and f"written answer {m} is still empty" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert "without encryption" not in proc.stdout + proc.stderr
 
 
 def test_check_reports_the_failing_behaviour(tmp_path):
-    cells, _ = parse_variant(variants("ex01_python_attention")["softmax_unstable"])
-    path = tmp_path / "ex01.ipynb"
-    nbformat.write(filled_notebook("ex01_python_attention", cells), path)
-    proc = run([sys.executable, "-m", "autograder", "check", str(path)])
+    cells, _ = parse_variant(variants(EX01)["softmax_unstable"])
+    proc = _check(_write(tmp_path, EX01, cells))
     assert proc.returncode == 1
-    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("test_softmax_stable"))
-    assert "FAIL" in row and "OverflowError" in row
-    assert "PASS" in next(ln for ln in proc.stdout.splitlines()
-                          if ln.startswith("test_softmax_known_values"))
+    rows = _rows(proc.stdout)
+    assert " FAIL " in rows["test_softmax_stable"] and "OverflowError" in rows["test_softmax_stable"]
+    assert " FAIL " not in rows["test_softmax_known_values"]
 
 
-def test_check_missing_notebook_is_a_clear_error(tmp_path):
-    proc = run([sys.executable, "-m", "autograder", "check", str(tmp_path / "nope.ipynb")])
+def test_case_002_knowledge_check_points_are_pending_not_earned(tmp_path):
+    """Case 002: every function right, the knowledge checks wrong. The kc tests' visible
+    parts pass, their hidden parts (the answers) are graded later: pending, never earned;
+    exit 0 since nothing the learner can see failed."""
+    cells, fails = parse_variant(variants(EX01)["knowledge_checks_wrong"])
+    assert fails == {"test_kc1", "test_kc2", "test_kc3"}
+    proc = _check(_write(tmp_path, EX01, cells))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = _rows(proc.stdout)
+    for t in ("test_kc1", "test_kc2", "test_kc3"):
+        assert " PENDING " in rows[t] and "the rest is graded later" in rows[t], rows[t]
+    # Entirely visible tests are the only ones earned: test_softmax_empty (1 point) and
+    # test_attention_worked_example (2 points); the other 11 points wait for hidden tests.
+    earned = {t for t, r in rows.items() if " PASS " in r}
+    assert earned == {"test_softmax_empty", "test_attention_worked_example"}, proc.stdout
+    assert _points(proc.stdout) == (3.0, 11.0, 0.0)
+
+
+def test_wrong_assignment_is_named_before_anything_runs(tmp_path):
+    """An ex02 notebook where ex01 is expected (file named like ex01, ids largely shared)."""
+    path = _write(tmp_path, "ex02_numpy_attention", name=f"{EX01}.ipynb")
+    start = time.monotonic()
+    proc = _check(path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "wrong-assignment" in proc.stderr and "ex02_numpy_attention" in proc.stderr
+    assert not _rows(proc.stdout)
+    assert time.monotonic() - start < 30  # nothing was executed; generous for a busy CI
+
+
+def test_edited_and_deleted_tests_are_restored_and_warned_about(tmp_path):
+    def edit(nb):
+        for c in nb.cells:
+            if grade_id(c) == "test_softmax_stable":
+                c.source = '"""softmax([1000, 1001]) does not overflow."""\nassert True\n'
+        nb.cells = [c for c in nb.cells if grade_id(c) != "test_softmax_empty"]
+
+    cells, _ = parse_variant(variants(EX01)["softmax_unstable"])
+    proc = _check(_write(tmp_path, EX01, cells, edit=edit))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "test test_softmax_stable was edited" in proc.stdout
+    assert "test test_softmax_empty was missing" in proc.stdout
+    rows = _rows(proc.stdout)
+    assert " FAIL " in rows["test_softmax_stable"], "the released test runs, not the edited one"
+    assert " PASS " in rows["test_softmax_empty"]
+
+
+def test_syntax_error_is_named_with_the_learners_line(tmp_path):
+    def edit(nb):
+        for c in nb.cells:
+            if grade_id(c) == "softmax":
+                c.source = c.source.replace("m = max(row)", "m = max(row")
+
+    proc = _check(_write(tmp_path, EX01, edit=edit))
+    assert proc.returncode == 1
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("error in your cell"))
+    assert "softmax" in line and "SyntaxError" in line and "m = max(row" in line, line
+    assert re.search(r"line \d+", line)
+    rows = _rows(proc.stdout)
+    assert "fix the error in cell 'softmax' above first" in rows["test_softmax_known_values"]
+
+
+def test_endless_loop_is_a_timed_out_row(tmp_path):
+    def edit(nb):
+        for c in nb.cells:
+            if grade_id(c) == "softmax":
+                c.source = "def softmax(row):\n    while True:\n        pass\n"
+
+    proc = _check(_write(tmp_path, EX01, edit=edit), "--timeout", "3")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = _rows(proc.stdout)
+    assert " TIMEOUT " in rows["test_softmax_known_values"] and "after 3 s" in rows[
+        "test_softmax_known_values"]
+    assert all(" NOT RUN " in r for t, r in rows.items() if t != "test_softmax_known_values")
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert "CellTimeoutError" not in proc.stdout + proc.stderr
+
+
+def test_check_missing_notebook_is_a_clear_error_with_a_suggestion(tmp_path):
+    proc = _check(tmp_path / "nope.ipynb")
     assert proc.returncode == 2 and "no notebook" in proc.stderr
+    proc = _check(EXERCISES / EX01 / "ex01.ipynb")
+    assert proc.returncode == 2
+    assert f"did you mean exercises/{EX01}/{EX01}.ipynb" in proc.stderr, proc.stderr
+
+
+def test_not_a_notebook_is_a_clear_error(tmp_path):
+    path = tmp_path / f"{EX01}.ipynb"
+    path.write_text("{ not json", encoding="utf-8")
+    proc = _check(path)
+    assert proc.returncode == 2 and "is not a Jupyter notebook" in proc.stderr
