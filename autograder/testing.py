@@ -145,10 +145,13 @@ def expect_value_error(fn: Callable, args: tuple, what: str,
 def check_answer(answer: Any, expected: Any, question: str) -> None:
     """Check a knowledge-check answer.
 
-    Strings compare case-insensitively after stripping spaces; numbers (Python or NumPy,
-    not bool) with a relative tolerance of 1e-3. The comparison uses the answer's plain
-    value (``str.__str__``, ``float()``), so an object whose ``__eq__`` always returns True
-    gains nothing.
+    Strings compare case-insensitively after stripping spaces. An ``int`` expected answer
+    (a count) is compared exactly: the answer must be a whole number (``3``, ``3.0`` or a
+    NumPy integer) equal to it, so a parameter count that forgets 512 biases is wrong. A
+    ``float`` expected answer is compared with a relative tolerance of 1e-3. Numbers may be
+    Python or NumPy numbers, never bool. The comparison uses the answer's plain value
+    (``str.__str__``, ``float()``, ``int()``), so an object whose ``__eq__`` always returns
+    True gains nothing.
     """
     if answer is None or answer is Ellipsis:
         fail(f"{question}: no answer given yet")
@@ -162,9 +165,15 @@ def check_answer(answer: Any, expected: Any, question: str) -> None:
             fail(f"{question}: the answer should be a number, got {type(answer).__name__}")
         try:
             value = float(answer)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             fail(f"{question}: the answer should be a number, got {type(answer).__name__}")
-        ok = math.isclose(value, float(expected), rel_tol=1e-3, abs_tol=1e-9)
+        if isinstance(expected, int):
+            if not math.isfinite(value) or value != int(value):
+                fail(f"{question}: the answer should be a whole number, got {value!r}")
+            value = int(value) if not isinstance(answer, numbers.Integral) else int(answer)
+            ok = value == expected
+        else:
+            ok = math.isclose(value, float(expected), rel_tol=1e-3, abs_tol=1e-9)
     else:  # pragma: no cover - authors' mistake
         raise TypeError(f"unsupported expected answer type {type(expected).__name__}")
     if not ok:

@@ -54,6 +54,23 @@ def test_check_answer_rejects_always_equal_objects():
         check_answer(True, 1, "Q")
 
 
+def test_check_answer_compares_counts_exactly():
+    """ex07's parameter count: the counts without the LayerNorms (3,150,336) or without the
+    biases (3,149,824) are within 1e-3 of 3,152,384 and must still be wrong."""
+    import numpy as np
+
+    check_answer(3152384, 3152384, "Q")
+    check_answer(3152384.0, 3152384, "Q")
+    check_answer(np.int64(3152384), 3152384, "Q")
+    for near in (3150336, 3149824, 3152385):
+        with pytest.raises(CheckFailed, match="not the right answer"):
+            check_answer(near, 3152384, "Q")
+    with pytest.raises(CheckFailed, match="whole number"):
+        check_answer(3152384.5, 3152384, "Q")
+    with pytest.raises(CheckFailed, match="whole number"):
+        check_answer(float("nan"), 10, "Q")
+
+
 def test_expect_value_error():
     expect_value_error(int, ("x",), "int('x')")
 
