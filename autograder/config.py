@@ -28,6 +28,7 @@ def apply(
     release_directory: Path | str = EXERCISES,
     cell_timeout: int = 60,
     late_penalty: str = "none",
+    submitted_directory: str = "submitted",
 ) -> None:
     """Fill nbgrader's traitlets config ``c`` for grading in ``workspace``.
 
@@ -38,7 +39,11 @@ def apply(
         cell_timeout: seconds one cell may run before nbgrader interrupts it.
         late_penalty: nbgrader's LateSubmissionPlugin method for submissions whose
             timestamp.txt is after the assignment's due date: "none" or "zero".
+        submitted_directory: where nbgrader autograde reads submissions, relative to the
+            workspace (``python -m autograder grade`` grades copies in a staging folder).
     """
+    from autograder.grading.gradebook import db_url
+
     ws = Path(workspace).resolve()
     ws.mkdir(parents=True, exist_ok=True)  # nbgrader chdirs into its root
     c.CourseDirectory.course_id = COURSE_ID
@@ -46,7 +51,8 @@ def apply(
     # Absolute paths: os.path.join(root, absolute) keeps the absolute one.
     c.CourseDirectory.source_directory = str(SOLUTIONS)
     c.CourseDirectory.release_directory = str(Path(release_directory).resolve())
-    c.CourseDirectory.db_url = f"sqlite:///{ws / 'gradebook.db'}?timeout=120"
+    c.CourseDirectory.submitted_directory = submitted_directory
+    c.CourseDirectory.db_url = db_url(ws)
     c.ClearSolutions.code_stub = {"python": CODE_STUB}
     c.ClearSolutions.text_stub = TEXT_STUB
     c.Execute.timeout = cell_timeout

@@ -17,9 +17,10 @@ import pytest
 from conftest import REPO, grade, run
 from submissions import filled_notebook, parse_variant, variant_hints, variants, write_submission
 
+import autograder
 from autograder.config import EXERCISES, SOLUTIONS
 
-ASSIGNMENTS = sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir())
+ASSIGNMENTS = list(autograder.ASSIGNMENTS)  # the registry: exercises found in solutions/
 # PYTHONUTF8=0: the C locale without Python's automatic UTF-8 mode, i.e. ASCII everywhere
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "PYTHONUTF8": "0"}
 _classes: dict[str, tuple] = {}

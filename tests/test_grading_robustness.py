@@ -193,12 +193,11 @@ def test_resume_after_sigkill(tmp_path):
 
 
 def test_a_second_grader_on_the_same_workspace_is_refused(tmp_path):
-    import fcntl
+    from filelock import FileLock
 
     ws = tmp_path / "ws"
     ws.mkdir()
-    with (ws / ".lock").open("w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    with FileLock(ws / ".lock"):
         write_submission(tmp_path / "subs", "s", A, filled_notebook(A))
         proc, rows, _ = grade(tmp_path / "subs", ws)
     assert proc.returncode == 2 and "another grading run" in proc.stderr

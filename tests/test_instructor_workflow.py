@@ -51,26 +51,74 @@ def course(tmp_path_factory):
     nbgrader("db", "assignment", "add", A, "--duedate=2026-01-01 12:00:00 UTC", cwd=ws)
     (ws / "submitted" / "carol" / A / "timestamp.txt").write_text("2026-01-01 14:00:00 UTC")
     (ws / "submitted" / "alice" / A / "timestamp.txt").write_text("2026-01-01 11:00:00 UTC")
-    proc, rows, tests = grade(ws / "submitted", ws, extra=["--late-penalty", "zero"])
+    # Other names a collection leaves: dave's only notebook is attempt1.ipynb; erin's folder
+    # holds her notebook and an older attempt beside it.
+    (ws / "submitted" / "dave" / A).mkdir(parents=True)
+    (ws / "submitted" / "dave" / A / "attempt1.ipynb").write_text(
+        nbformat.writes(filled_notebook(A)), encoding="utf-8")
+    (ws / "submitted" / "erin" / A).mkdir(parents=True)
+    (ws / "submitted" / "erin" / A / f"{A}.ipynb").write_text(
+        nbformat.writes(filled_notebook(A)), encoding="utf-8")
+    (ws / "submitted" / "erin" / A / "attempt1.ipynb").write_text(nbformat.writes(wrong),
+                                                                  encoding="utf-8")
+    before = _snapshot(ws / "submitted")
+    proc, rows, tests = grade(ws / "submitted", ws,
+                              extra=["--late-penalty", "zero", "--timeout", "7"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return ws, rows, tests
+    return ws, rows, tests, before
+
+
+def _snapshot(folder):
+    """Relative path -> bytes of every file under ``folder``."""
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def test_grading_never_changes_its_input(course):
+    """Submissions in the workspace's own submitted/ (where zip_collect puts them) are
+    only read: every file is still there, byte for byte, and nothing was added."""
+    ws, rows, _, before = course
+    notebooks = {str(p) for p in before if p.suffix == ".ipynb"}
+    assert notebooks == {f"{s}/{A}/{A}.ipynb" for s in ("alice", "bob", "carol", "erin")} | {
+        f"dave/{A}/attempt1.ipynb", f"erin/{A}/attempt1.ipynb"}
+    after = _snapshot(ws / "submitted")
+    assert sorted(after) == sorted(before)
+    changed = [str(p) for p in before if after[p] != before[p]]
+    assert not changed, f"grading changed its input: {changed}"
+    assert float(rows["dave"]["score"]) == 14.0 and rows["dave"]["status"] == "graded"
+    assert float(rows["erin"]["score"]) == 14.0 and rows["erin"]["status"] == "graded"
+
+
+def test_workspace_config_keeps_the_grading_options(course):
+    """nbgrader's own commands in the workspace read grade's --timeout and --late-penalty."""
+    ws = course[0]
+    probe = ("from nbgrader.apps.autogradeapp import AutogradeApp\n"
+             "from nbgrader.plugins import LateSubmissionPlugin\n"
+             "from nbgrader.preprocessors import Execute\n"
+             "app = AutogradeApp()\n"
+             "app.initialize([])\n"  # reads ./nbgrader_config.py as `nbgrader autograde` does
+             "print(Execute(parent=app).timeout, LateSubmissionPlugin(parent=app).penalty_method,"
+             " app.coursedir.root)")
+    proc = run([sys.executable, "-c", probe], cwd=ws)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["7", "zero", str(ws.resolve())], proc.stdout
 
 
 def test_zip_collect_then_grade(course):
-    _, rows, _ = course
+    _, rows, _, _ = course
     assert float(rows["alice"]["score"]) == 14.0 and rows["alice"]["status"] == "graded"
     assert float(rows["bob"]["score"]) == 8.0
 
 
 def test_late_penalty_from_nbgrader_plugin(course):
-    _, rows, _ = course
+    _, rows, _, _ = course
     assert rows["carol"]["status"] == "late"
     assert float(rows["carol"]["score"]) == 0.0, rows["carol"]
     assert "2.0 h" in rows["carol"]["detail"]
 
 
 def test_plain_nbgrader_autograde_agrees(course, tmp_path):
-    ws, rows, _ = course
+    ws, rows, _, _ = course
     nbgrader("autograde", A, "--student", "bob", "--force", cwd=ws)
     from nbgrader.api import Gradebook
 
@@ -79,13 +127,13 @@ def test_plain_nbgrader_autograde_agrees(course, tmp_path):
 
 
 def test_feedback_and_export(course):
-    ws, rows, _ = course
+    ws, rows, _, _ = course
     nbgrader("generate_feedback", A, "--force", cwd=ws)
     assert (ws / "feedback" / "bob" / A / f"{A}.html").is_file()
     out = ws / "export.csv"
     nbgrader("export", "--to", str(out), cwd=ws)
     exported = {r["student_id"]: r for r in csv.DictReader(out.open(encoding="utf-8"))}
-    assert set(exported) == {"alice", "bob", "carol"}
+    assert set(exported) == {"alice", "bob", "carol", "dave", "erin"}
     assert float(exported["bob"]["score"]) == 8.0 and float(exported["bob"]["max_score"]) == 14
     assert float(exported["carol"]["late_submission_penalty"]) == 14.0
 

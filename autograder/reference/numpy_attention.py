@@ -5,7 +5,7 @@ Implements equation (1) of Vaswani et al. (2017), "Attention Is All You Need":
     Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
 
 on arrays with any number of leading batch dimensions, with the course's conventions
-(SPEC section 4): a boolean mask means **True = may attend** (as in
+(the grading contract, `contract.md`): a boolean mask means **True = may attend** (as in
 torch.nn.functional.scaled_dot_product_attention), a float mask is added to the scores, and
 a query row with no key to attend to gets zero weights and a zero output, never NaN.
 float32 inputs are computed and returned in float32, float64 inputs in float64.

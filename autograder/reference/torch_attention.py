@@ -7,7 +7,7 @@ Need":
     MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,
         head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
 
-with the course's conventions (SPEC section 4):
+with the course's conventions (the grading contract, `contract.md` in the book):
 
 - a boolean ``attn_mask`` means **True = may attend** (as in
   :func:`torch.nn.functional.scaled_dot_product_attention`); a float mask is added to the

@@ -1,0 +1,25 @@
+"""The registry of exercises, derived from ``solutions/``: every folder ``exNN_name`` that
+holds the nbgrader source ``exNN_name.ipynb`` is an exercise. Adding the folder is what
+makes ``release``, ``grade`` and the tests see a new exercise; CONTRIBUTING.md lists the
+other steps and ``tests/test_exercise_registry.py`` checks each of them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from autograder.config import SOLUTIONS
+
+ID_PATTERN = re.compile(r"ex\d\d_[a-z0-9_]+")
+
+
+def exercise_ids(solutions: Path = SOLUTIONS) -> tuple[str, ...]:
+    """Ids of the exercises under ``solutions`` in order (``ex01_...``, ``ex02_...``)."""
+    if not solutions.is_dir():
+        return ()
+    return tuple(sorted(p.name for p in solutions.iterdir()
+                        if p.is_dir() and ID_PATTERN.fullmatch(p.name)
+                        and (p / f"{p.name}.ipynb").is_file()))
+
+
+ASSIGNMENTS = exercise_ids()

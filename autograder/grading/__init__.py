@@ -1,0 +1,22 @@
+"""Grading a class with nbgrader: ``python -m autograder grade`` and ``release``.
+
+nbgrader is the engine: the gradebook, the restoring of locked cells, the execution and the
+feedback are nbgrader's own. This package adds what a class needs around it: a row with a
+status for every submission whatever it contains, parallel workers that survive hanging
+and dying kernels, resumable runs, and input folders that are only ever read.
+
+One job per module (the grading contract page of the book, ``contract.md``, says what the
+command does and what each status means):
+
+- :mod:`~autograder.grading.run`: running a class: lock, discover, resume, hand out, save.
+- :mod:`~autograder.grading.pool`: the worker pool, both ends (``Worker`` and its process).
+- :mod:`~autograder.grading.autograde`: grading one submission: stage, autograde, its row.
+- :mod:`~autograder.grading.submission`: the submission model, discovery, pre-validation.
+- :mod:`~autograder.grading.integrity`: restored cells and tampering, against the release.
+- :mod:`~autograder.grading.tampering`: static reading of a learner cell for tampering.
+- :mod:`~autograder.grading.gradebook`: nbgrader's gradebook: its one URL, its queries.
+- :mod:`~autograder.grading.results`: the typed ``Row``, the ``Status`` enum, the CSV files.
+- :mod:`~autograder.grading.release`: generate_assignment; the only writer of the
+  workspace's ``nbgrader_config.py``.
+- :mod:`~autograder.grading.summary`: the summary printed and plotted after a run.
+"""

@@ -1,0 +1,125 @@
+"""Grading one submission, inside a worker: copy it into the workspace's private staging
+area (the input is only ever read), pre-validate, ``nbgrader autograde``, the integrity
+checks, ``nbgrader generate_feedback``, and its :class:`Row` with a status that says why."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from autograder.grading import gradebook, integrity
+from autograder.grading.results import PRIORITY, Row, Status
+from autograder.grading.submission import Submission, prevalidate
+from autograder.notebook import nbgrader_meta
+
+# nbgrader's submitted_directory for the grader's workers, relative to the workspace: a
+# copy of each submission goes there, so the submissions themselves (which may lie in the
+# workspace's own submitted/, where nbgrader zip_collect puts them) are never written to.
+STAGED = ".staged/submitted"
+
+
+def stage(sub: Submission, nb: nbformat.NotebookNode, workspace: Path) -> Path:
+    """Write ``nb`` (the pre-validated submission) and its ``timestamp.txt`` into the
+    staging area; return the staged notebook's path."""
+    dest = workspace / STAGED / sub.student_id / sub.assignment
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    nbformat.write(nb, dest / f"{sub.assignment}.ipynb")
+    # nbgrader reads the submission time (late penalties) from timestamp.txt beside it.
+    if (sub.path.parent / "timestamp.txt").is_file():
+        shutil.copyfile(sub.path.parent / "timestamp.txt", dest / "timestamp.txt")
+    return dest / f"{sub.assignment}.ipynb"
+
+
+def classify_failure(log: str) -> tuple[Status, str]:
+    """(status, detail) of a run of nbgrader autograde that failed, from its log."""
+    if "DeadKernelError" in log or "Kernel died" in log or "kernel died" in log:
+        return Status.KERNEL_DIED, "the notebook's kernel died (crash, os._exit or out of memory)"
+    if "CellTimeoutError" in log or "Timeout waiting for execute reply" in log:
+        return Status.TIMEOUT, "a cell ran longer than the time limit"
+    tail = [ln for ln in log.strip().splitlines() if ln.strip()][-1:] or ["no output"]
+    return Status.ERROR, f"nbgrader failed: {tail[0][:300]}"
+
+
+def output_events(autograded: Path) -> dict[str, list[str]]:
+    """Error names in an autograded notebook's outputs -> the cells they occurred in."""
+    events: dict[str, list[str]] = {}
+    if not autograded.is_file():
+        return events
+    for c in nbformat.read(autograded, as_version=4).cells:
+        for out in c.get("outputs", []):
+            if out.get("output_type") == "error":
+                where = nbgrader_meta(c).get("grade_id", "a cell of your own")
+                events.setdefault(out.get("ename", ""), []).append(where)
+    return events
+
+
+def combine(events: dict[Status, str]) -> tuple[Status, str]:
+    """The status (the most serious event, else ``graded``) and the detail listing all."""
+    status = next((p for p in PRIORITY if p in events), Status.GRADED)
+    detail = "; ".join(f"{k}: {v}" if k != status else v for k, v in
+                       sorted(events.items(), key=lambda kv: PRIORITY.index(kv[0])))
+    return status, detail
+
+
+def grade_one(api, sub: Submission, workspace: Path) -> Row:
+    """Autograde one submission and generate its feedback in this process; return its row.
+
+    ``api`` is an ``nbgrader.apps.NbGraderAPI`` on ``workspace`` whose submitted_directory
+    is :data:`STAGED`. Called inside a grading worker (:mod:`autograder.grading.pool`).
+    """
+    row = Row(sub.student_id, sub.assignment, submission_sha256=sub.sha256,
+              max_score=gradebook.max_score(workspace, sub.assignment))
+    nb, bad = prevalidate(sub)
+    if bad:
+        row.status, row.detail = bad
+        return row
+    stage(sub, nb, workspace)
+    restored = integrity.restored_cells(nb, sub.assignment)
+    anchor, cheats = integrity.learner_tampering(nb, sub.assignment)
+    log_dir = workspace / "logs" / sub.student_id
+    log_dir.mkdir(parents=True, exist_ok=True)
+    done = api.autograde(sub.assignment, sub.student_id, force=True, create=True)
+    log = (done.get("log") or "") + (done.get("error") or "")
+    (log_dir / f"{sub.assignment}.autograde.log").write_text(log, encoding="utf-8")
+    if not done.get("success"):
+        row.status, row.detail = classify_failure(log)
+        return row
+    events: dict[Status, str] = {}
+    if cheats:
+        zeroed = gradebook.zero_tests(workspace, sub.student_id, sub.assignment,
+                                      integrity.tests_after(sub.assignment, anchor))
+        events[Status.TAMPERING] = (f"{'; '.join(cheats)}: {len(zeroed)} test(s) after it "
+                                    "scored 0 (manual override in the gradebook)")
+    if restored:
+        events[Status.RESTORED_TESTS] = "restored from the source: " + ", ".join(restored)
+    name = f"{sub.assignment}.ipynb"
+    errors = output_events(workspace / "autograded" / sub.student_id / sub.assignment / name)
+    if "DeadKernelError" in errors:
+        events[Status.KERNEL_DIED] = (f"the kernel died in {errors['DeadKernelError'][0]}; "
+                                      "later tests scored 0")
+    if "MemoryError" in errors:
+        events[Status.OUT_OF_MEMORY] = f"MemoryError in {', '.join(errors['MemoryError'])}"
+    if "CellTimeoutError" in errors:
+        events[Status.TIMEOUT] = (f"cells stopped after the time limit: "
+                                  f"{', '.join(errors['CellTimeoutError'])}")
+    fb = api.generate_feedback(sub.assignment, sub.student_id, force=True)
+    (log_dir / f"{sub.assignment}.feedback.log").write_text(
+        (fb.get("log") or "") + (fb.get("error") or ""), encoding="utf-8")
+    html = workspace / "feedback" / sub.student_id / sub.assignment / f"{sub.assignment}.html"
+    row.feedback = str(html.relative_to(workspace)) if html.is_file() else ""
+    row.score, row.max_score, manual, row.tests, late = gradebook.read_scores(
+        workspace, sub.student_id, sub.assignment)
+    if late > 0:
+        raw = sum(float(t["score"] or 0) for t in row.tests)
+        events[Status.LATE] = (f"submitted {late / 3600:.1f} h after the due date; "
+                               f"{raw:g} points before nbgrader's late penalty")
+    if manual:
+        events[Status.NEEDS_MANUAL_GRADING] = "written answers wait for formgrader"
+    row.status, row.detail = combine(events)
+    if sub.converted:
+        row.detail = "converted from nbformat 3; " + row.detail
+    return row

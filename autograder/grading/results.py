@@ -1,0 +1,112 @@
+"""The result table: one typed :class:`Row` per submission, the :class:`Status` values and
+the CSV files (``grades.csv``, ``tests.csv``) written atomically after every submission."""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
+from pathlib import Path
+
+GRADES_CSV = "grades.csv"
+TESTS_CSV = "tests.csv"
+TEST_FIELDS = ["student_id", "assignment", "test", "score", "max_score", "needs_manual_grade"]
+
+
+class Status(StrEnum):
+    """The ``status`` column of ``grades.csv``: what happened to a submission.
+
+    The values are the strings written to the CSV; the grading contract page of the book
+    (``contract.md``) says what each means to an instructor.
+    """
+
+    GRADED = "graded"
+    NEEDS_MANUAL_GRADING = "needs-manual-grading"
+    LATE = "late"
+    RESTORED_TESTS = "restored-tests"
+    TAMPERING = "tampering"
+    TIMEOUT = "timeout"
+    KERNEL_DIED = "kernel-died"
+    OUT_OF_MEMORY = "out-of-memory"
+    INVALID_NOTEBOOK = "invalid-notebook"
+    WRONG_ASSIGNMENT = "wrong-assignment"
+    MISSING_NOTEBOOK = "missing-notebook"
+    UNKNOWN_ASSIGNMENT = "unknown-assignment"
+    ERROR = "error"
+
+
+# Statuses whose rows are final for an unchanged file; anything else is retried.
+FINAL = frozenset(Status) - {Status.ERROR, Status.UNKNOWN_ASSIGNMENT}
+# Most notable first: when several things happened to one graded submission, the status
+# column names the most serious one and the detail lists the others.
+PRIORITY = [Status.OUT_OF_MEMORY, Status.KERNEL_DIED, Status.TIMEOUT, Status.TAMPERING,
+            Status.RESTORED_TESTS, Status.LATE, Status.NEEDS_MANUAL_GRADING, Status.GRADED]
+
+
+@dataclass
+class Row:
+    """One row of ``grades.csv``; ``tests`` holds the submission's rows of ``tests.csv``."""
+
+    student_id: str
+    assignment: str
+    score: float = 0.0
+    max_score: float = 0.0
+    status: Status = Status.ERROR
+    detail: str = ""
+    submission_sha256: str = ""
+    feedback: str = ""  # the feedback HTML, relative to the workspace
+    tests: list[dict] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Row:
+        """A row from ``grades.csv`` (strings) or from a grading worker's JSON line."""
+        known = {f.name for f in fields(cls)}
+        row = cls(**{k: v for k, v in data.items() if k in known})
+        row.score, row.max_score = float(row.score or 0), float(row.max_score or 0)
+        row.status = Status(row.status)
+        return row
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.student_id, self.assignment
+
+
+FIELDS = [f.name for f in fields(Row) if f.name != "tests"]
+
+
+def load_rows(workspace: Path) -> tuple[dict[tuple[str, str], Row], dict[tuple[str, str], list]]:
+    """The rows of an earlier run: (grades by (student_id, assignment), their tests)."""
+    rows, tests = {}, {}
+    if (workspace / GRADES_CSV).is_file():
+        with (workspace / GRADES_CSV).open(newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                row = Row.from_dict(r)
+                rows[row.key] = row
+    if (workspace / TESTS_CSV).is_file():
+        with (workspace / TESTS_CSV).open(newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                tests.setdefault((r["student_id"], r["assignment"]), []).append(r)
+    return rows, tests
+
+
+def save_rows(workspace: Path, rows: dict, tests: dict) -> None:
+    """Write ``grades.csv`` and ``tests.csv``, sorted by assignment then student."""
+    ordered = sorted(rows.values(), key=lambda r: (r.assignment, r.student_id))
+    write_csv(workspace / GRADES_CSV, FIELDS, [r.to_dict() for r in ordered])
+    write_csv(workspace / TESTS_CSV, TEST_FIELDS, [t for k in sorted(tests) for t in tests[k]])
+
+
+def write_csv(path: Path, fieldnames: list[str], rows: list[dict]) -> None:
+    """Replace ``path`` atomically: a killed grader leaves the old file or the new one."""
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=fieldnames, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

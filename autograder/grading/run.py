@@ -1,0 +1,153 @@
+"""Running a class: ``python -m autograder grade``. Lock the workspace, discover the
+submissions, resume (skip rows that are final for an unchanged file), hand the rest out to
+the worker pool, save ``grades.csv`` after every submission, print the summary."""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from autograder.grading import gradebook
+from autograder.grading.pool import Worker
+from autograder.grading.release import ensure_released, source_notebook, write_config
+from autograder.grading.results import FINAL, GRADES_CSV, Row, Status, load_rows, save_rows
+from autograder.grading.submission import Submission, discover
+
+
+class ClassRun:
+    """The state of one grading run: the rows so far and the submissions left to grade."""
+
+    def __init__(self, workspace: Path, subs: list[Submission], *, cell_timeout: int,
+                 memory_mb: int, late_penalty: str):
+        self.workspace = workspace
+        self.subs = subs
+        self.cell_timeout, self.memory_mb, self.late_penalty = cell_timeout, memory_mb, late_penalty
+        self.rows, self.tests = load_rows(workspace)
+        self.unknown = sorted({s.assignment for s in subs
+                               if not source_notebook(s.assignment).is_file()})
+        self.todo: list[Submission] = []
+        for s in subs:
+            old = self.rows.get((s.student_id, s.assignment))
+            if s.assignment in self.unknown:
+                self.rows[(s.student_id, s.assignment)] = Row(
+                    s.student_id, s.assignment, status=Status.UNKNOWN_ASSIGNMENT,
+                    detail=f"no assignment {s.assignment!r} in solutions/",
+                    submission_sha256=s.sha256)
+            elif old and old.submission_sha256 == s.sha256 and old.status in FINAL:
+                continue  # graded before and unchanged
+            else:
+                self.todo.append(s)
+        self.workers: list[Worker] = []
+        self._lock = threading.Lock()
+
+    def save(self) -> None:
+        save_rows(self.workspace, self.rows, self.tests)
+
+    def record(self, row: Row) -> None:
+        """Keep a finished row and rewrite the CSV files (called from worker threads)."""
+        with self._lock:
+            if not row.max_score:  # a worker that died or hung did not read the gradebook
+                row.max_score = gradebook.max_score(self.workspace, row.assignment)
+            self.tests[row.key] = row.tests
+            self.rows[row.key] = row
+            self.save()
+
+    def grade(self, progress: bool) -> None:
+        """Grade ``todo`` with one worker per job; each worker takes the next submission."""
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(self.todo), desc="grading", unit="nb", disable=not progress,
+                   file=sys.stderr)
+        pending: queue.Queue = queue.Queue()
+        for s in self.todo:
+            pending.put(s)
+
+        def work(worker: Worker) -> None:
+            try:
+                while True:
+                    try:
+                        s = pending.get_nowait()
+                    except queue.Empty:
+                        return
+                    limit = 120 + self.cell_timeout * (s.cell_count() + 2)
+                    row = worker.grade(s, limit=limit)
+                    self.record(row)
+                    with self._lock:
+                        bar.set_postfix_str(f"{s.student_id}: {row.status}")
+                        bar.update()
+            finally:
+                worker.kill()
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in self.workers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        bar.close()
+
+    def start_workers(self, jobs: int) -> None:
+        """Start up to ``jobs`` workers; they import nbgrader while the release runs."""
+        self.workers = [Worker(self.workspace, i, self.cell_timeout, self.memory_mb,
+                               self.late_penalty)
+                        for i in range(max(1, min(jobs, len(self.todo)))) if self.todo]
+        for w in self.workers:
+            w.start()
+
+    def release(self) -> None:
+        """Record each assignment of the class in the workspace's gradebook."""
+        try:
+            for assignment in sorted({s.assignment for s in self.subs} - set(self.unknown)):
+                ensure_released(self.workspace, assignment, cell_timeout=self.cell_timeout,
+                                late_penalty=self.late_penalty)
+        except BaseException:
+            for w in self.workers:
+                w.kill()
+            raise
+
+
+def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeout: int = 60,
+                memory_mb: int = 4096, progress: bool = True, late_penalty: str = "none") -> int:
+    """Grade every submission under ``submissions``; write ``workspace/grades.csv``.
+
+    ``submissions`` is only read (it may be the workspace's own ``submitted/``). Returns 0
+    when every submission has a row, 1 otherwise, 2 for a bad command line or a workspace
+    that another grading run holds.
+    """
+    if not submissions.is_dir():
+        print(f"error: {submissions} is not a folder of submissions", file=sys.stderr)
+        return 2
+    workspace = workspace.resolve()
+    workspace.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(workspace / ".lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"error: another grading run is using {workspace}", file=sys.stderr)
+        return 2
+    try:
+        write_config(workspace, release_directory=workspace / "release",
+                     cell_timeout=cell_timeout, late_penalty=late_penalty)
+        subs = discover(submissions.resolve())
+        run = ClassRun(workspace, subs, cell_timeout=cell_timeout, memory_mb=memory_mb,
+                       late_penalty=late_penalty)
+        run.start_workers(jobs)
+        run.release()
+        run.save()
+        start = time.monotonic()
+        run.grade(progress)
+        from autograder.grading.summary import write_summary
+
+        rows = [r.to_dict() for r in run.rows.values()]
+        for line in write_summary(workspace, rows, [t for v in run.tests.values() for t in v]):
+            print(line)
+        print(f"graded {len(run.todo)} submission(s) in {time.monotonic() - start:.1f} s; "
+              f"{len(run.rows)} row(s) in {workspace / GRADES_CSV}")
+        expected = {(s.student_id, s.assignment) for s in subs}
+        return 0 if expected <= set(run.rows) else 1
+    finally:
+        lock.release()

@@ -1,0 +1,85 @@
+"""The submission model: finding submissions in nbgrader's folder layout and
+pre-validating one (readable, a notebook, of this assignment) before nbgrader sees it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder.grading.integrity import grade_ids, released_cells
+from autograder.grading.results import Status
+
+
+@dataclass
+class Submission:
+    """One learner's submission of one assignment; ``path`` is only ever read."""
+
+    student_id: str
+    assignment: str
+    path: Path | None  # the submitted notebook, None when the folder has none
+    sha256: str = ""
+    converted: bool = False  # an nbformat 3 notebook, upgraded before grading
+
+    def cell_count(self) -> int:
+        """Number of cells (0 when unreadable: the worker reports why)."""
+        try:
+            return len(json.loads(self.path.read_bytes()).get("cells", [])) if self.path else 0
+        except Exception:  # noqa: BLE001 - unreadable files are reported by the worker
+            return 0
+
+
+def sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def discover(submissions: Path) -> list[Submission]:
+    """Submissions laid out as nbgrader's ``<student_id>/<assignment_id>/<assignment_id>.ipynb``.
+
+    A folder without ``<assignment_id>.ipynb`` but with exactly one other notebook (nbgrader
+    zip_collect's ``attempt1.ipynb``, say) is graded from that one.
+    """
+    found = []
+    for student in sorted(p for p in submissions.iterdir() if p.is_dir()):
+        for folder in sorted(p for p in student.iterdir() if p.is_dir()):
+            nb = folder / f"{folder.name}.ipynb"
+            if not nb.is_file():
+                others = sorted(folder.glob("*.ipynb"))
+                nb = others[0] if len(others) == 1 else None
+            sub = Submission(student.name, folder.name, nb)
+            sub.sha256 = sha256(nb) if nb else ""
+            found.append(sub)
+    return found
+
+
+def prevalidate(sub: Submission) -> tuple[nbformat.NotebookNode | None, tuple[Status, str] | None]:
+    """(the submission as an nbformat 4 notebook, None) or (None, (status, detail)) saying
+    why it cannot be graded: missing, empty, not JSON, not a notebook, another assignment."""
+    if sub.path is None:
+        return None, (Status.MISSING_NOTEBOOK, f"no {sub.assignment}.ipynb in the submission folder")
+    raw = sub.path.read_bytes()
+    if not raw.strip():
+        return None, (Status.INVALID_NOTEBOOK, "the file is empty")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, (Status.INVALID_NOTEBOOK, f"not valid JSON ({exc})")
+    try:
+        sub.converted = int(data.get("nbformat", 4)) < 4
+        nb = nbformat.reads(json.dumps(data), as_version=4)
+        if sub.converted:
+            nbformat.validator.normalize(nb)
+            for c in nb.cells:  # nbformat 3 has no cell ids
+                c.setdefault("id", nbformat.corpus.words.generate_corpus_id())
+            nb.nbformat_minor = max(nb.nbformat_minor, 5)
+        nbformat.validate(nb)
+    except Exception as exc:  # noqa: BLE001 - nbformat raises several kinds
+        return None, (Status.INVALID_NOTEBOOK,
+                      f"not a valid Jupyter notebook ({str(exc).splitlines()[0]})")
+    if not (grade_ids(nb) & set(released_cells(sub.assignment))):
+        return None, (Status.WRONG_ASSIGNMENT, f"no cell of {sub.assignment} found in the notebook")
+    return nb, None

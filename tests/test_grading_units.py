@@ -1,0 +1,267 @@
+"""Unit tests of the grading pieces on small notebooks, no kernel and no nbgrader run.
+
+Each piece (discovery, pre-validation, restored-cell and tampering detection, the restoring
+of the released cell order, the hiding of hidden tests in feedback, the diagnosis of a wrong
+answer, the result table) is tested alone here in seconds; the class runs in
+test_grading_contract.py and test_grading_robustness.py test them together through nbgrader.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import nbformat
+import numpy as np
+import pytest
+from submissions import filled_notebook, write_submission
+
+from autograder import diagnose
+from autograder.config import EXERCISES
+from autograder.grading import autograde, integrity, results, submission, tampering
+from autograder.grading.results import Row, Status
+from autograder.nbgrader_plugins import HideTestSource, RestoreOrder
+from autograder.notebook import nbgrader_meta
+
+A = "ex01_python_attention"
+
+
+def _cell(nb, grade_id):
+    return next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id)
+
+
+def _learner_cell(source):
+    return nbformat.v4.new_code_cell(source)
+
+
+# -- discovery and pre-validation ------------------------------------------------------
+
+
+def test_discover_reads_the_layout_and_other_notebook_names(tmp_path):
+    write_submission(tmp_path, "alice", A, filled_notebook(A))
+    (tmp_path / "bob" / A).mkdir(parents=True)
+    (tmp_path / "bob" / A / "attempt1.ipynb").write_text("{}")
+    (tmp_path / "carol" / A).mkdir(parents=True)  # two other notebooks: ambiguous
+    (tmp_path / "carol" / A / "a.ipynb").write_text("{}")
+    (tmp_path / "carol" / A / "b.ipynb").write_text("{}")
+    found = {s.student_id: s for s in submission.discover(tmp_path)}
+    assert found["alice"].path.name == f"{A}.ipynb" and len(found["alice"].sha256) == 64
+    assert found["bob"].path.name == "attempt1.ipynb"
+    assert found["carol"].path is None and found["carol"].sha256 == ""
+
+
+@pytest.mark.parametrize("content,status,detail", [
+    (None, Status.MISSING_NOTEBOOK, "no ex01_python_attention.ipynb"),
+    (b"  \n", Status.INVALID_NOTEBOOK, "the file is empty"),
+    (b'{"cells": [', Status.INVALID_NOTEBOOK, "not valid JSON"),
+    (b'{"cells": 3, "nbformat": 4}', Status.INVALID_NOTEBOOK, "not a valid Jupyter notebook"),
+    (nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x")])).encode(),
+     Status.WRONG_ASSIGNMENT, "no cell of ex01_python_attention"),
+])
+def test_prevalidate_names_what_is_wrong(tmp_path, content, status, detail):
+    path = None
+    if content is not None:
+        path = tmp_path / "nb.ipynb"
+        path.write_bytes(content)
+    nb, bad = submission.prevalidate(submission.Submission("s", A, path))
+    assert nb is None and bad[0] == status and detail in bad[1]
+
+
+def test_prevalidate_upgrades_nbformat3(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(nbformat.writes(nbformat.convert(filled_notebook(A), 3), version=3))
+    sub = submission.Submission("s", A, path)
+    nb, bad = submission.prevalidate(sub)
+    assert bad is None and sub.converted and nb.nbformat == 4
+    assert all(c.get("id") for c in nb.cells)
+    assert integrity.grade_ids(nb) == set(integrity.released_cells(A))
+
+
+def test_stage_copies_and_never_touches_the_input(tmp_path):
+    src = write_submission(tmp_path / "in", "s", A, filled_notebook(A))
+    (src.parent / "timestamp.txt").write_text("2026-01-01 12:00:00 UTC")
+    before = {p.name: p.read_bytes() for p in src.parent.iterdir()}
+    sub = submission.Submission("s", A, src)
+    nb, _ = submission.prevalidate(sub)
+    ws = tmp_path / "ws"
+    staged = autograde.stage(sub, nb, ws)
+    assert staged == ws / autograde.STAGED / "s" / A / f"{A}.ipynb"
+    assert (staged.parent / "timestamp.txt").read_text() == "2026-01-01 12:00:00 UTC"
+    assert {p.name: p.read_bytes() for p in src.parent.iterdir()} == before
+    # Staging the workspace's own submitted/ copy does not delete it either.
+    inside = write_submission(ws / "submitted", "t", A, filled_notebook(A))
+    sub = submission.Submission("t", A, inside)
+    autograde.stage(sub, submission.prevalidate(sub)[0], ws)
+    assert inside.is_file()
+
+
+# -- integrity: restored cells and tampering -------------------------------------------
+
+
+def test_an_untouched_notebook_has_no_restored_cells():
+    assert integrity.restored_cells(filled_notebook(A), A) == []
+
+
+def test_restored_cells_name_each_change():
+    nb = filled_notebook(A)
+    _cell(nb, "test_softmax_stable").source = '"""softmax is stable."""\npass'
+    nb.cells.remove(_cell(nb, "test_softmax_empty"))
+    md = _cell(nb, "test_attention_rectangular")
+    md.cell_type = "markdown"
+    dup = copy.deepcopy(_cell(nb, "softmax"))
+    nb.cells.append(dup)
+    changes = integrity.restored_cells(nb, A)
+    assert "test_softmax_stable edited" in changes
+    assert "test_softmax_empty deleted" in changes
+    assert "test_attention_rectangular turned into markdown" in changes
+    assert "softmax appears 2 times" in changes
+    assert "cells reordered" not in changes  # a duplicate at the end moves nothing
+
+
+def test_moving_a_section_is_a_change():
+    nb = filled_notebook(A)
+    first = nb.cells.index(_cell(nb, "softmax-text"))
+    second = nb.cells.index(_cell(nb, "attention-text"))
+    end = nb.cells.index(_cell(nb, "knowledge-checks"))
+    nb.cells = nb.cells[:first] + nb.cells[second:end] + nb.cells[first:second] + nb.cells[end:]
+    assert integrity.restored_cells(nb, A) == ["cells reordered"]
+
+
+def test_editing_a_solution_cell_is_not_a_change():
+    nb = filled_notebook(A)
+    _cell(nb, "softmax").source += "\n# my own comment"
+    assert integrity.restored_cells(nb, A) == []
+
+
+def test_learner_tampering_finds_the_cell_and_its_anchor():
+    nb = filled_notebook(A)
+    idx = nb.cells.index(_cell(nb, "softmax"))
+    nb.cells.insert(idx + 1, _learner_cell(
+        "import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None"))
+    anchor, found = integrity.learner_tampering(nb, A)
+    assert anchor == "softmax"
+    assert found == ["line 2: assigns to np.testing.assert_allclose"]
+    after = integrity.tests_after(A, anchor)
+    assert "test_softmax_stable" in after and "softmax" not in after and "setup" not in after
+
+
+def test_tampering_inside_a_locked_cell_is_ignored():
+    """A locked cell's source is restored by nbgrader, so what it says cannot act."""
+    nb = filled_notebook(A)
+    _cell(nb, "test_softmax_stable").source += "\nimport sys\nsys.modules['x'] = None"
+    assert integrity.learner_tampering(nb, A) == (None, [])
+
+
+@pytest.mark.parametrize("source,found", [
+    ("import autograder.testing as T\nT.check_answer = None", "assigns to T.check_answer"),
+    ("setattr(__builtins__, 'len', None)", "setattr on __builtins__"),
+    ("import sys\nsys.settrace(None)\nsys.stdout = None", "replaces sys.stdout"),
+    ("get_ipython().showtraceback = print", "assigns to get_ipython().showtraceback"),
+    ("%config InlineBackend.figure_format = 'svg'", None),
+    ("def f(x):\n    x.y = 1\n    return x", None),
+    ("this is ( not python", None),
+])
+def test_suspicious_statements(source, found):
+    result = tampering.suspicious(source)
+    if found is None:
+        assert result == []
+    else:
+        assert any(found in r for r in result), result
+
+
+# -- nbgrader preprocessors: restored order, hidden tests in feedback ------------------
+
+
+def test_restore_order_puts_cells_back_and_keeps_learner_cells_with_their_anchor():
+    nb = filled_notebook(A)
+    mine = _learner_cell("helper = 1")
+    nb.cells.insert(nb.cells.index(_cell(nb, "softmax")) + 1, mine)
+    released_order = [nbgrader_meta(c).get("grade_id") for c in nb.cells]
+    first, second = nb.cells.index(_cell(nb, "softmax-text")), nb.cells.index(
+        _cell(nb, "attention-text"))
+    shuffled = nb.cells[:first] + nb.cells[second:] + nb.cells[first:second]
+    nb.cells = shuffled
+    out, _ = RestoreOrder(release_directory=str(EXERCISES)).preprocess(
+        nb, {"nbgrader": {"assignment": A, "notebook": A}})
+    assert [nbgrader_meta(c).get("grade_id") for c in out.cells] == released_order
+    assert out.cells[out.cells.index(_cell(out, "softmax")) + 1] is mine
+
+
+def test_hide_test_source_keeps_the_docstring_and_one_line_of_error():
+    cell = nbformat.v4.new_code_cell(
+        '"""softmax is stable."""\n### BEGIN HIDDEN TESTS\nsecret = [0.2689]\n'
+        '### END HIDDEN TESTS')
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": "t",
+                                 "points": 1, "locked": True}
+    cell.outputs = [nbformat.v4.new_output("stream", text="expected 0.2689"),
+                    nbformat.v4.new_output("error", ename="AssertionError",
+                                           evalue="values differ\nexpected 0.2689",
+                                           traceback=["  secret = [0.2689]"])]
+    out, _ = HideTestSource().preprocess_cell(cell, {}, 0)
+    assert out.source == '"""softmax is stable."""'
+    assert len(out.outputs) == 1 and out.outputs[0].traceback == [
+        "AssertionError: values differ"]
+    assert "0.2689" not in out.source + "".join(out.outputs[0].traceback)
+
+
+# -- diagnosis -------------------------------------------------------------------------
+
+
+def test_diagnosis_names_the_missing_scale_and_nothing_for_a_right_answer():
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.normal(size=(4, 8)) for _ in range(3))
+    scores = Q @ K.T
+    right = diagnose._softmax(scores / np.sqrt(8)) @ V
+    unscaled = diagnose._softmax(scores) @ V
+    assert diagnose.attention_hint(right, Q, K, V) == ""
+    assert "scale" in diagnose.attention_hint(unscaled, Q, K, V)
+    assert "over the queries" in diagnose.weights_hint(diagnose._softmax(scores, axis=0))
+
+
+# -- the result table ------------------------------------------------------------------
+
+
+def test_status_values_are_the_csv_strings():
+    assert Status.NEEDS_MANUAL_GRADING == "needs-manual-grading"
+    assert json.dumps({"s": Status.OUT_OF_MEMORY}) == '{"s": "out-of-memory"}'
+    assert f"{Status.KERNEL_DIED}" == "kernel-died"
+    assert Status.ERROR not in results.FINAL and Status.TIMEOUT in results.FINAL
+
+
+def test_rows_survive_the_csv_and_the_worker_protocol(tmp_path):
+    row = Row("alice", A, 12.5, 14.0, Status.LATE, "late: 2.0 h", "ab" * 32, "feedback/x.html",
+              tests=[{"student_id": "alice", "assignment": A, "test": "t", "score": 1.0,
+                      "max_score": 1.0, "needs_manual_grade": False}])
+    assert Row.from_dict(json.loads(json.dumps(row.to_dict()))) == row
+    results.save_rows(tmp_path, {row.key: row}, {row.key: row.tests})
+    header = (tmp_path / results.GRADES_CSV).read_text().splitlines()[0]
+    assert header == ("student_id,assignment,score,max_score,status,detail,"
+                      "submission_sha256,feedback")
+    rows, tests = results.load_rows(tmp_path)
+    again = rows[row.key]
+    assert (again.score, again.status, again.detail) == (12.5, Status.LATE, "late: 2.0 h")
+    assert tests[row.key][0]["test"] == "t"
+
+
+def test_combine_names_the_most_serious_event_first():
+    status, detail = autograde.combine({Status.LATE: "2 h late",
+                                        Status.KERNEL_DIED: "died in test_x",
+                                        Status.RESTORED_TESTS: "t edited"})
+    assert status == Status.KERNEL_DIED
+    assert detail == "died in test_x; restored-tests: t edited; late: 2 h late"
+    assert autograde.combine({}) == (Status.GRADED, "")
+
+
+@pytest.mark.parametrize("log,status", [
+    ("... DeadKernelError: Kernel died", Status.KERNEL_DIED),
+    ("CellTimeoutError: A cell timed out", Status.TIMEOUT),
+    ("Traceback\nValueError: something else\n", Status.ERROR),
+])
+def test_classify_failure(log, status):
+    assert autograde.classify_failure(log)[0] == status
+
+
+def test_every_status_has_a_row_on_the_contract_page(repo):
+    text = (repo / "contract.md").read_text(encoding="utf-8")
+    missing = [s.value for s in Status if f"| `{s.value}` |" not in text]
+    assert not missing, f"contract.md has no row for the statuses {missing}"
