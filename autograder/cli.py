@@ -89,6 +89,13 @@ def cmd_check(args: argparse.Namespace) -> int:
             what = "test" if change.is_test else "read-only cell"
             warnings.append(f"{what} {change.grade_id} was {change.kind}: grading puts the "
                             f"released version back, so check runs that one")
+    if any(c.cell_type == "code" and c.source.lstrip().startswith("%%rust") for c in nb.cells):
+        from autograder.rust import INSTALL_HINT, find_rustc
+
+        if find_rustc() is None:  # every Rust test would fail with the same message
+            print(f"error: this notebook has Rust cells (%%rust), and {INSTALL_HINT}",
+                  file=sys.stderr)
+            return 2
     hidden = nbk.tests_with_hidden_parts(assignment) if assignment else None
     execution = nbk.execute(nb, path.resolve().parent, timeout=args.timeout)
     rows = nbk.results(nb, hidden, execution)

@@ -19,6 +19,8 @@ COURSE_ID = "attention-course"
 # The stub nbgrader puts where a solution was.
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 TEXT_STUB = "YOUR ANSWER HERE"
+# The stub of a solution region in a ``%%rust`` cell (ex08): valid Rust that compiles.
+RUST_STUB = "// YOUR CODE HERE\ntodo!()"
 
 
 def apply(
@@ -53,7 +55,16 @@ def apply(
     c.CourseDirectory.release_directory = str(Path(release_directory).resolve())
     c.CourseDirectory.submitted_directory = submitted_directory
     c.CourseDirectory.db_url = db_url(ws)
-    c.ClearSolutions.code_stub = {"python": CODE_STUB}
+    c.ClearSolutions.code_stub = {"python": CODE_STUB, "rust": RUST_STUB}
+    # generate_assignment as nbgrader's, except that %%rust cells get a Rust stub.
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.preprocessors import ClearSolutions
+
+    from autograder.nbgrader_plugins import ClearSolutionsByCellLanguage
+
+    c.GenerateAssignment.preprocessors = [
+        ClearSolutionsByCellLanguage if p is ClearSolutions else p
+        for p in GenerateAssignment.class_traits()["preprocessors"].default()]
     c.ClearSolutions.text_stub = TEXT_STUB
     c.Execute.timeout = cell_timeout
     # Sanitising: restore the released cell order, then nbgrader restores locked cells'

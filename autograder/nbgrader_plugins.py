@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient.exceptions import DeadKernelError
-from nbgrader.preprocessors import DeduplicateIds, Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import ClearSolutions, DeduplicateIds, Execute, NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
@@ -136,3 +136,33 @@ class DeduplicateGradeIds(DeduplicateIds):
         if "nbgrader" in cell.metadata and not cell.metadata["nbgrader"]:
             del cell.metadata["nbgrader"]
         return cell, resources
+
+
+class ClearSolutionsByCellLanguage(ClearSolutions):
+    """nbgrader's ClearSolutions, with a stub in the cell's own language.
+
+    nbgrader picks the stub by the kernel's language, so a ``%%rust`` cell of a Python
+    notebook would get ``raise NotImplementedError()``, which is not Rust. Here a cell
+    whose first line is ``%%rust`` gets ``code_stub["rust"]`` (valid Rust: a comment and
+    ``todo!()``) in place of its solution region, and a ``%%rust`` solution cell without a
+    region keeps its first line and gets the stub below it.
+    """
+
+    def _replace_solution_region(self, cell, language):
+        if cell.cell_type == "code" and _is_rust_cell(cell.source) and "rust" in self.code_stub:
+            language = "rust"
+        return super()._replace_solution_region(cell, language)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if not (cell.cell_type == "code" and _is_rust_cell(cell.source)
+                and "rust" in self.code_stub):
+            return super().preprocess_cell(cell, resources, cell_index)
+        first = cell.source.split("\n", 1)[0]
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        if not cell.source.startswith(first):  # the whole cell was replaced by the stub
+            cell.source = first + "\n" + self.code_stub["rust"]
+        return cell, resources
+
+
+def _is_rust_cell(source: str) -> bool:
+    return source.lstrip().split("\n", 1)[0].split()[:1] == ["%%rust"]

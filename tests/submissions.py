@@ -38,10 +38,15 @@ def reference_solutions(assignment: str) -> dict[str, str]:
     return out
 
 
+def _head(text: str) -> str:
+    """The part of a variant file before its first cell: Python (the cells may be Rust)."""
+    return re.split(r"^# %% ", text, maxsplit=1, flags=re.M)[0]
+
+
 def parse_variant(path: Path) -> tuple[dict[str, str], set[str]]:
     """(replacement cells, tests it must fail) from a variant file."""
     text = path.read_text(encoding="utf-8")
-    doc = ast.get_docstring(ast.parse(text)) or ""
+    doc = ast.get_docstring(ast.parse(_head(text))) or ""
     m = re.search(r"^fails:\s*(.*)$", doc, flags=re.M)
     if not m:
         raise ValueError(f"{path} has no 'fails:' line in its docstring")
@@ -55,7 +60,7 @@ def parse_variant(path: Path) -> tuple[dict[str, str], set[str]]:
 
 def variant_hints(path: Path) -> list[str]:
     """Texts the variant's feedback must contain (``hint:`` lines of its docstring)."""
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    doc = ast.get_docstring(ast.parse(_head(path.read_text(encoding="utf-8")))) or ""
     return [m.strip() for m in re.findall(r"^hint:\s*(.*)$", doc, flags=re.M)]
 
 

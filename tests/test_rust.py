@@ -1,0 +1,209 @@
+"""The Rust glue (autograder/rust.py), the %%rust cell magic, the Rust reference, ex08's
+source checks and the nbgrader preprocessor that writes Rust stubs. Needs rustc (`.ci/run`
+installs Debian's when none is found)."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import textwrap
+
+import nbformat
+import pytest
+
+from autograder import rust
+from autograder.checks import ex08
+from autograder.reference import python_attention
+
+S = rust.RustSource
+SOFTMAX = textwrap.dedent("""
+    fn softmax(row: &[f64]) -> Result<Vec<f64>, String> {
+        if row.is_empty() {
+            return Err("empty row".to_string());
+        }
+        let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = row.iter().map(|x| (x - m).exp()).collect();
+        let total: f64 = e.iter().sum();
+        Ok(e.iter().map(|x| x / total).collect())
+    }
+""")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    assert rust.find_rustc(), rust.INSTALL_HINT
+    return rust.load()
+
+
+def test_reference_agrees_with_python_to_1e12(reference):
+    softmax = reference.functions["softmax"]
+    attention = reference.functions["scaled_dot_product_attention"]
+    Q = [[0.0, 0.0, 0.0, 0.0], [0.3, 0.3, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0]]
+    K = [[-1.0, -1.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]]
+    V = [[10.0, 1.0], [20.0, 2.0], [30.0, 3.0]]
+    out = attention(Q, K, V)
+    assert [[round(x, 4) for x in row] for row in out] == [
+        [20.0, 2.0], [21.9706, 2.1971], [23.2016, 2.3202]]
+    rng = random.Random(0)
+    for T_q, T_k, d_k, d_v in [(1, 1, 1, 1), (3, 7, 5, 2), (8, 4, 16, 3)]:
+        M = [[[rng.gauss(0, 1) for _ in range(c)] for _ in range(r)]
+             for r, c in [(T_q, d_k), (T_k, d_k), (T_k, d_v)]]
+        got, want = attention(*M), python_attention.scaled_dot_product_attention(*M)
+        assert max(abs(a - b) for ra, rb in zip(got, want) for a, b in zip(ra, rb)) < 1e-12
+    assert softmax([1000.0, 1001.0]) == pytest.approx([0.2689414213699951, 0.7310585786300049],
+                                                      rel=1e-12)
+    assert type(softmax([1.0])[0]) is float
+
+
+def test_all_of_ex01s_checks_pass_on_the_reference(reference):
+    softmax = reference.functions["softmax"]
+    attention = reference.functions["scaled_dot_product_attention"]
+    for check in (ex08.softmax_matches_reference, ex08.softmax_is_stable,
+                  ex08.softmax_rejects_empty):
+        check(softmax)
+    for check in (ex08.attention_matches_reference, ex08.attention_rectangular,
+                  ex08.attention_is_stable, ex08.attention_rejects_bad_input):
+        check(attention)
+    ex08.uses_only_safe_std(softmax, attention)
+
+
+def test_err_is_value_error_and_numpy_arrays_are_accepted(reference):
+    import numpy as np
+
+    attention = reference.functions["scaled_dot_product_attention"]
+    with pytest.raises(ValueError, match="K has T_k = 2 rows but V has 1"):
+        attention([[1.0]], [[1.0], [2.0]], [[1.0]])
+    with pytest.raises(ValueError, match="Q is ragged"):
+        attention([[1.0], [1.0, 2.0]], [[1.0]], [[1.0]])
+    with pytest.raises(TypeError, match="Q\\[0\\] must be a sequence of numbers"):
+        attention([["a"]], [[1.0]], [[1.0]])
+    Q = np.arange(6.0).reshape(3, 2)
+    assert attention(Q, Q, Q) == attention(Q.tolist(), Q.tolist(), Q.tolist())
+
+
+def test_panic_todo_and_compile_errors_point_at_the_learners_lines():
+    body = "\nfn softmax(row: &[f64]) -> Result<Vec<f64>, String> {\n    let m = row[5];\n" \
+           "    Ok(vec![m])\n}\n"
+    lib = rust.compile_rust([S("cell_softmax.rs", body)])
+    with pytest.raises(rust.RustPanic, match=r"index out of bounds.*cell_softmax\.rs:3:13"):
+        lib.functions["softmax"]([1.0])
+    stub = "\nfn softmax(row: &[f64]) -> Result<Vec<f64>, String> {\n    todo!()\n}\n"
+    with pytest.raises(NotImplementedError, match="not yet implemented"):
+        rust.compile_rust([S("cell_softmax.rs", stub)]).functions["softmax"]([1.0])
+    with pytest.raises(rust.RustCompileError) as err:
+        rust.compile_rust([S("cell_softmax.rs", body.replace("row[5]", "row[5] + 1"))])
+    assert "--> cell_softmax.rs:3:" in str(err.value) and "E0277" in str(err.value)
+    # A changed signature is reported with the one the course calls.
+    with pytest.raises(rust.RustCompileError, match=r"(?s)keep it exactly.*fn softmax\(row: &\[f64\]\)"):
+        rust.compile_rust([S("cell_softmax.rs", "fn softmax(row: Vec<f64>) -> Result<Vec<f64>, "
+                                                "String> { Ok(row) }")])
+
+
+def test_an_endless_loop_is_stopped_by_an_interrupt():
+    """A cell timeout interrupts the kernel: the call returns KeyboardInterrupt (in a child
+    process, whose spinning Rust thread ends with it)."""
+    code = textwrap.dedent("""
+        import _thread, threading, time
+        from autograder import rust
+        lib = rust.compile_rust([rust.RustSource("cell_softmax.rs",
+            "fn softmax(row: &[f64]) -> Result<Vec<f64>, String> { loop {} }")])
+        threading.Timer(0.5, _thread.interrupt_main).start()
+        try:
+            lib.functions["softmax"]([1.0])
+        except KeyboardInterrupt:
+            print("interrupted")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "interrupted", done.stderr
+
+
+def test_cell_magic_binds_replaces_and_survives_compile_errors():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_line_magic("load_ext", "autograder.rust")
+        shell.run_cell_magic("rust", "", SOFTMAX)
+        assert shell.user_ns["softmax"]([0.0, 0.0]) == [0.5, 0.5]
+        # The attention cell calls the softmax of the earlier cell.
+        attention = rust.REFERENCE.read_text().split("/// (rows, columns)")[1]
+        shell.run_cell_magic("rust", "", "/// (rows, columns)" + attention)
+        assert shell.user_ns["scaled_dot_product_attention"]([[0.0]], [[1.0], [2.0]],
+                                                             [[2.0], [4.0]]) == [[3.0]]
+        # Running softmax's cell again, changed, replaces it (no duplicate definition).
+        shell.run_cell_magic("rust", "", SOFTMAX.replace("empty row", "no scores"))
+        with pytest.raises(ValueError, match="no scores"):
+            shell.user_ns["scaled_dot_product_attention"]([[1.0]], [[1.0]], [[1.0]]) and \
+                shell.user_ns["softmax"]([])
+        # A compile error raises rustc's message and removes the stale function.
+        result = shell.run_cell("%%rust\nfn softmax(row: &[f64]) -> Result<Vec<f64>, String> "
+                                "{\n    Ok(1)\n}\n")
+        assert isinstance(result.error_in_exec, rust.RustCompileError)
+        assert "cell_softmax.rs:3:8" in str(result.error_in_exec)
+        assert "softmax" not in shell.user_ns
+        assert shell.run_cell("1 + 1").result == 2  # the shell goes on
+    finally:
+        InteractiveShell.clear_instance()
+
+
+@pytest.mark.parametrize("source,found", [
+    ("fn f() { unsafe { } }", ["line 1: `unsafe`"]),
+    ('extern "C" { fn abs(x: i32) -> i32; }', ["line 1: `extern`"]),
+    ("use std::process;\nfn f() { std :: fs::read(\"x\"); }", ["line 1: `std::process`",
+                                                                 "line 2: `std::fs`"]),
+    ("use std::{collections::HashMap, net::TcpStream};", ["line 1: `std::net`"]),
+    ("use std::*;", ["line 1: `std::*`"]),
+    ('const S: &str = include_str!("/etc/passwd");', ["line 1: `include!`"]),
+    # Words in comments and strings are not code.
+    ('// unsafe is not needed\n/* std::fs */ fn f() -> &\'static str { "extern" }', []),
+    ("fn f<'a>(x: &'a [f64]) -> f64 { x[0] } // std::net", []),
+])
+def test_banned_uses(source, found):
+    got = ex08.banned_uses(source)
+    assert [g.split(":")[0] + ":" + g.split(":")[1].split("`")[0] + "`" +
+            g.split("`")[1] + "`" for g in got] == found, got
+
+
+def test_release_writes_a_rust_stub_that_compiles(tmp_path):
+    """nbgrader's ClearSolutions, taught by the course's preprocessor: a %%rust cell gets
+    `todo!()`, not `raise NotImplementedError()`, and the stub compiles."""
+    from traitlets.config import Config
+
+    from autograder.config import apply
+    from autograder.nbgrader_plugins import ClearSolutionsByCellLanguage
+
+    c = Config()
+    apply(c, tmp_path)
+    pp = ClearSolutionsByCellLanguage(config=c)
+    meta = {"nbgrader": {"grade": False, "grade_id": "softmax", "locked": False,
+                         "schema_version": 3, "solution": True, "task": False}}
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": kernel}, cells=[
+        nbformat.v4.new_code_cell(
+            "%%rust\nfn softmax(row: &[f64]) -> Result<Vec<f64>, String> {\n"
+            "    // ### BEGIN SOLUTION\n    Ok(row.to_vec())\n    // ### END SOLUTION\n}",
+            metadata=meta),
+        nbformat.v4.new_code_cell("%%rust\nfn helper() {}", metadata={
+            "nbgrader": {**meta["nbgrader"], "grade_id": "helper"}}),
+        nbformat.v4.new_code_cell("x = 1\n### BEGIN SOLUTION\nx = 2\n### END SOLUTION",
+                                  metadata={"nbgrader": {**meta["nbgrader"], "grade_id": "x"}}),
+    ])
+    nb, _ = pp.preprocess(nb, {})
+    assert nb.cells[0].source == ("%%rust\nfn softmax(row: &[f64]) -> Result<Vec<f64>, String> {"
+                                  "\n    // YOUR CODE HERE\n    todo!()\n}")
+    assert nb.cells[1].source == "%%rust\n// YOUR CODE HERE\ntodo!()"
+    assert nb.cells[2].source == "x = 1\n# YOUR CODE HERE\nraise NotImplementedError()"
+    lib = rust.compile_rust([S("cell_softmax.rs", nb.cells[0].source.split("\n", 1)[1])])
+    with pytest.raises(NotImplementedError):
+        lib.functions["softmax"]([1.0])
+
+
+def test_missing_rustc_says_how_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.delenv("RUSTC", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CARGO_HOME", str(tmp_path))
+    assert rust.find_rustc() is None
+    with pytest.raises(rust.RustcNotFound, match="rustup.rs.*apt-get install rustc"):
+        rust.compile_rust([S("cell_softmax.rs", SOFTMAX)])
