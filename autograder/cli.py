@@ -4,6 +4,10 @@ Commands (the book's page "The grading contract", `contract.md`, says what each 
 
     python -m autograder check NOTEBOOK
     python -m autograder grade SUBMISSIONS [--workspace DIR] [--jobs N] [--timeout S]
+                               [--force | --regrade STUDENT ...]
+    python -m autograder manual list [ASSIGNMENT] [--workspace DIR]
+    python -m autograder manual score STUDENT ASSIGNMENT CELL POINTS [--comment TEXT]
+    python -m autograder export [--workspace DIR] [--roster FILE] [--out FILE]
     python -m autograder release [ASSIGNMENT ...] [--to DIR]
 """
 
@@ -145,7 +149,25 @@ def cmd_grade(args: argparse.Namespace) -> int:
         memory_mb=args.memory_mb,
         progress=not args.no_progress,
         late_penalty=args.late_penalty,
+        force=args.force,
+        regrade=tuple(args.regrade or ()),
     )
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from autograder.grading.export import main as export_main
+
+    return export_main(Path(args.workspace), Path(args.out) if args.out else None,
+                       Path(args.roster) if args.roster else None)
+
+
+def cmd_manual(args: argparse.Namespace) -> int:
+    from autograder.grading import manual
+
+    if args.action == "list":
+        return manual.main_list(Path(args.workspace), args.assignment)
+    return manual.main_score(Path(args.workspace), args.student, args.assignment, args.cell,
+                             args.points, args.comment)
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -185,7 +207,38 @@ def main(argv: list[str] | None = None) -> int:
                         "timestamp.txt is after the due date (nbgrader db assignment add "
                         "--duedate) as 0 (default none)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--force", action="store_true",
+                       help="regrade every submission (by default only those with no row yet "
+                            "or whose notebook, timestamp, due date, extension, late penalty, "
+                            "source notebook or check code changed)")
+    again.add_argument("--regrade", nargs="+", metavar="STUDENT",
+                       help="regrade these students' submissions")
     p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("export", help="the grades to upload to a learning platform: one row "
+                       "per learner of the roster and assignment")
+    p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE),
+                   help="the grading workspace (default .grading)")
+    p.add_argument("--roster", help="CSV with a student_id (or id) column, or one id a line "
+                                    "(default: every student of the gradebook)")
+    p.add_argument("--out", help="output CSV (default WORKSPACE/export.csv)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("manual", help="grade written answers without a browser")
+    actions = p.add_subparsers(dest="action", required=True)
+    q = actions.add_parser("list", help="print every written answer with its points")
+    q.add_argument("assignment", nargs="?", help="only this assignment")
+    q.add_argument("--workspace", default=str(DEFAULT_WORKSPACE))
+    q = actions.add_parser("score", help="record the points (and a comment) of one answer; "
+                           "regenerates the feedback and grades.csv")
+    q.add_argument("student")
+    q.add_argument("assignment")
+    q.add_argument("cell", help="the answer cell's grade_id, as manual list shows it")
+    q.add_argument("points", type=float)
+    q.add_argument("--comment", help="a comment shown in the learner's feedback")
+    q.add_argument("--workspace", default=str(DEFAULT_WORKSPACE))
+    p.set_defaults(func=cmd_manual)
 
     p = sub.add_parser("release", help="generate learner notebooks from solutions/ with nbgrader")
     p.add_argument("assignments", nargs="*", help=f"default: all of {', '.join(ASSIGNMENTS)}")

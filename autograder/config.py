@@ -8,10 +8,13 @@ default.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SOLUTIONS = REPO / "solutions"
+# $AUTOGRADER_SOLUTIONS: another source folder (a course's own copy of solutions/, or a
+# test's copy with a changed hidden test); grading and release read the sources there.
+SOLUTIONS = Path(os.environ.get("AUTOGRADER_SOLUTIONS") or REPO / "solutions").resolve()
 EXERCISES = REPO / "exercises"
 DEFAULT_WORKSPACE = REPO / ".grading"
 COURSE_ID = "attention-course"

@@ -232,15 +232,19 @@ def test_rows_survive_the_csv_and_the_worker_protocol(tmp_path):
     row = Row("alice", A, 12.5, 14.0, Status.LATE, "late: 2.0 h", "ab" * 32, "feedback/x.html",
               tests=[{"student_id": "alice", "assignment": A, "test": "t", "score": 1.0,
                       "max_score": 1.0, "needs_manual_grade": False}])
+    row.inputs_sha256, row.scored, row.events = "cd" * 32, True, '{"late": "x"}'
     assert Row.from_dict(json.loads(json.dumps(row.to_dict()))) == row
-    results.save_rows(tmp_path, {row.key: row}, {row.key: row.tests})
+    results.save_rows(tmp_path, {row.key: row})
     header = (tmp_path / results.GRADES_CSV).read_text().splitlines()[0]
-    assert header == ("student_id,assignment,score,max_score,status,detail,"
-                      "submission_sha256,feedback")
-    rows, tests = results.load_rows(tmp_path)
-    again = rows[row.key]
+    assert header.split(",")[:8] == ["student_id", "assignment", "score", "max_score", "status",
+                                     "detail", "submission_sha256", "feedback"]
+    assert "late_penalty" in header and "inputs_sha256" not in header  # side table only
+    assert (tmp_path / results.TESTS_CSV).read_text().splitlines()[1].startswith(f"alice,{A},t,")
+    results.save_state(tmp_path, {row.key: row})  # the side table keeps the regrade key
+    again = results.load_state(tmp_path)[row.key]
     assert (again.score, again.status, again.detail) == (12.5, Status.LATE, "late: 2.0 h")
-    assert tests[row.key][0]["test"] == "t"
+    assert (again.inputs_sha256, again.scored, again.events) == ("cd" * 32, True,
+                                                                 '{"late": "x"}')
 
 
 def test_combine_names_the_most_serious_event_first():

@@ -4,13 +4,15 @@ checks, ``nbgrader generate_feedback``, and its :class:`Row` with a status that 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import nbformat
 
 from autograder.grading import gradebook, integrity
-from autograder.grading.results import PRIORITY, Row, Status
+from autograder.grading.record import NOTE, combine, fill  # noqa: F401 - combine re-exported
+from autograder.grading.results import Row, Status
 from autograder.grading.submission import Submission, prevalidate
 from autograder.notebook import nbgrader_meta
 
@@ -55,14 +57,6 @@ def output_events(autograded: Path) -> dict[str, list[str]]:
                 where = nbgrader_meta(c).get("grade_id", "a cell of your own")
                 events.setdefault(out.get("ename", ""), []).append(where)
     return events
-
-
-def combine(events: dict[Status, str]) -> tuple[Status, str]:
-    """The status (the most serious event, else ``graded``) and the detail listing all."""
-    status = next((p for p in PRIORITY if p in events), Status.GRADED)
-    detail = "; ".join(f"{k}: {v}" if k != status else v for k, v in
-                       sorted(events.items(), key=lambda kv: PRIORITY.index(kv[0])))
-    return status, detail
 
 
 def grade_one(api, sub: Submission, workspace: Path) -> Row:
@@ -111,15 +105,12 @@ def grade_one(api, sub: Submission, workspace: Path) -> Row:
         (fb.get("log") or "") + (fb.get("error") or ""), encoding="utf-8")
     html = workspace / "feedback" / sub.student_id / sub.assignment / f"{sub.assignment}.html"
     row.feedback = str(html.relative_to(workspace)) if html.is_file() else ""
-    row.score, row.max_score, manual, row.tests, late = gradebook.read_scores(
-        workspace, sub.student_id, sub.assignment)
-    if late > 0:
-        raw = sum(float(t["score"] or 0) for t in row.tests)
-        events[Status.LATE] = (f"submitted {late / 3600:.1f} h after the due date; "
-                               f"{raw:g} points before nbgrader's late penalty")
-    if manual:
-        events[Status.NEEDS_MANUAL_GRADING] = "written answers wait for formgrader"
-    row.status, row.detail = combine(events)
+    # The scores, the late penalty and the manual answers are the gradebook's: the row keeps
+    # only what the gradebook cannot hold, and is derived from it (grading.record.fill).
+    saved = {str(k): v for k, v in events.items()}
     if sub.converted:
-        row.detail = "converted from nbformat 3; " + row.detail
+        saved[NOTE] = "converted from nbformat 3"
+    row.events, row.scored = json.dumps(saved), True
+    with gradebook.open_gradebook(workspace) as gb:
+        fill(row, gb)
     return row

@@ -11,7 +11,9 @@ from pathlib import Path
 
 GRADES_CSV = "grades.csv"
 TESTS_CSV = "tests.csv"
-TEST_FIELDS = ["student_id", "assignment", "test", "score", "max_score", "needs_manual_grade"]
+# kind: "autograded", or "manual" for a written answer an instructor scores.
+TEST_FIELDS = ["student_id", "assignment", "test", "score", "max_score", "needs_manual_grade",
+               "kind"]
 
 
 class Status(StrEnum):
@@ -57,6 +59,12 @@ class Row:
     submission_sha256: str = ""
     feedback: str = ""  # the feedback HTML, relative to the workspace
     tests: list[dict] = field(default_factory=list, repr=False)
+    late_penalty: float = 0.0  # nbgrader's late penalty, already taken off ``score``
+    # Only in the workspace's side table (STATE_CSV), not in grades.csv:
+    inputs_sha256: str = ""  # the regrade key: digest of the grade's inputs (grading.keys)
+    inputs: str = ""  # those inputs as JSON, to say which one changed
+    events: str = ""  # JSON {status: detail} found while grading, besides late and manual
+    scored: bool = False  # its scores are in the gradebook (nbgrader autograde ran)
 
     @classmethod
     def from_dict(cls, data: dict) -> Row:
@@ -64,6 +72,8 @@ class Row:
         known = {f.name for f in fields(cls)}
         row = cls(**{k: v for k, v in data.items() if k in known})
         row.score, row.max_score = float(row.score or 0), float(row.max_score or 0)
+        row.late_penalty = float(row.late_penalty or 0)
+        row.scored = row.scored in (True, "True", "true", "1")
         row.status = Status(row.status)
         return row
 
@@ -75,29 +85,38 @@ class Row:
         return self.student_id, self.assignment
 
 
-FIELDS = [f.name for f in fields(Row) if f.name != "tests"]
+# The side table keeps every field; grades.csv the ones an instructor reads.
+STATE_CSV = ".autograder/rows.csv"
+STATE_FIELDS = [f.name for f in fields(Row) if f.name != "tests"]
+FIELDS = [f for f in STATE_FIELDS if f not in ("inputs_sha256", "inputs", "events", "scored")]
 
 
-def load_rows(workspace: Path) -> tuple[dict[tuple[str, str], Row], dict[tuple[str, str], list]]:
-    """The rows of an earlier run: (grades by (student_id, assignment), their tests)."""
-    rows, tests = {}, {}
-    if (workspace / GRADES_CSV).is_file():
-        with (workspace / GRADES_CSV).open(newline="", encoding="utf-8") as f:
+def load_state(workspace: Path) -> dict[tuple[str, str], Row]:
+    """The side table of earlier runs (``STATE_CSV``): rows by (student_id, assignment),
+    with their regrade keys and grading events; scores are the gradebook's."""
+    rows = {}
+    if (workspace / STATE_CSV).is_file():
+        with (workspace / STATE_CSV).open(newline="", encoding="utf-8") as f:
             for r in csv.DictReader(f):
                 row = Row.from_dict(r)
                 rows[row.key] = row
-    if (workspace / TESTS_CSV).is_file():
-        with (workspace / TESTS_CSV).open(newline="", encoding="utf-8") as f:
-            for r in csv.DictReader(f):
-                tests.setdefault((r["student_id"], r["assignment"]), []).append(r)
-    return rows, tests
+    return rows
 
 
-def save_rows(workspace: Path, rows: dict, tests: dict) -> None:
-    """Write ``grades.csv`` and ``tests.csv``, sorted by assignment then student."""
+def save_state(workspace: Path, rows: dict) -> None:
+    """Write the side table atomically (after every graded submission: a killed grader
+    loses nothing it recorded)."""
+    (workspace / STATE_CSV).parent.mkdir(parents=True, exist_ok=True)
+    ordered = sorted(rows.values(), key=lambda r: (r.assignment, r.student_id))
+    write_csv(workspace / STATE_CSV, STATE_FIELDS, [r.to_dict() for r in ordered])
+
+
+def save_rows(workspace: Path, rows: dict) -> None:
+    """Write ``grades.csv`` and ``tests.csv`` (each row's ``tests``), sorted by assignment
+    then student."""
     ordered = sorted(rows.values(), key=lambda r: (r.assignment, r.student_id))
     write_csv(workspace / GRADES_CSV, FIELDS, [r.to_dict() for r in ordered])
-    write_csv(workspace / TESTS_CSV, TEST_FIELDS, [t for k in sorted(tests) for t in tests[k]])
+    write_csv(workspace / TESTS_CSV, TEST_FIELDS, [t for r in ordered for t in r.tests])
 
 
 def write_csv(path: Path, fieldnames: list[str], rows: list[dict]) -> None:

@@ -1,9 +1,12 @@
 """Running a class: ``python -m autograder grade``. Lock the workspace, discover the
-submissions, resume (skip rows that are final for an unchanged file), hand the rest out to
-the worker pool, save ``grades.csv`` after every submission, print the summary."""
+submissions, resume (skip rows that are final and whose inputs are unchanged: the notebook,
+its timestamp, due date, extension, late-penalty option, source notebook and check code, see
+:mod:`~autograder.grading.keys`), hand the rest out to the worker pool, save the side table
+after every submission, derive ``grades.csv`` from the gradebook, print the summary."""
 
 from __future__ import annotations
 
+import json
 import queue
 import sys
 import threading
@@ -12,10 +15,12 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from autograder.grading import gradebook
+from autograder.grading import gradebook, keys
 from autograder.grading.pool import Worker
 from autograder.grading.release import ensure_released, source_notebook, write_config
-from autograder.grading.results import FINAL, GRADES_CSV, Row, Status, load_rows, save_rows
+from autograder.grading.record import derive, derive_rows
+from autograder.grading.results import (FINAL, GRADES_CSV, Row, Status, load_state, save_rows,
+                                        save_state)
 from autograder.grading.submission import Submission, discover
 
 
@@ -23,14 +28,17 @@ class ClassRun:
     """The state of one grading run: the rows so far and the submissions left to grade."""
 
     def __init__(self, workspace: Path, subs: list[Submission], *, cell_timeout: int,
-                 memory_mb: int, late_penalty: str):
+                 memory_mb: int, late_penalty: str, force: bool = False,
+                 regrade: frozenset[str] = frozenset()):
         self.workspace = workspace
         self.subs = subs
         self.cell_timeout, self.memory_mb, self.late_penalty = cell_timeout, memory_mb, late_penalty
-        self.rows, self.tests = load_rows(workspace)
+        self.rows = derive_rows(workspace, load_state(workspace))
         self.unknown = sorted({s.assignment for s in subs
                                if not source_notebook(s.assignment).is_file()})
+        self.inputs = self._inputs(subs)
         self.todo: list[Submission] = []
+        self.reasons: dict[str, int] = {}  # input name -> rows regraded because it changed
         for s in subs:
             old = self.rows.get((s.student_id, s.assignment))
             if s.assignment in self.unknown:
@@ -38,22 +46,46 @@ class ClassRun:
                     s.student_id, s.assignment, status=Status.UNKNOWN_ASSIGNMENT,
                     detail=f"no assignment {s.assignment!r} in solutions/",
                     submission_sha256=s.sha256)
-            elif old and old.submission_sha256 == s.sha256 and old.status in FINAL:
-                continue  # graded before and unchanged
+                continue
+            new = self.inputs[(s.student_id, s.assignment)]
+            if force or s.student_id in regrade:
+                why = ["--force" if force else "--regrade"]
+            elif old is None or old.status not in FINAL:
+                why = []
+            elif old.inputs_sha256 == keys.digest(new):
+                continue  # graded before, nothing it depends on changed
             else:
-                self.todo.append(s)
+                why = keys.changed(json.loads(old.inputs or "{}"), new)
+            for name in why:
+                self.reasons[name] = self.reasons.get(name, 0) + 1
+            self.todo.append(s)
         self.workers: list[Worker] = []
         self._lock = threading.Lock()
 
+    def _inputs(self, subs: list[Submission]) -> dict[tuple[str, str], dict[str, str]]:
+        """The inputs of each submission's grade (:func:`autograder.grading.keys.inputs`)."""
+        check_code = keys.check_code_digest()
+        out = {}
+        with gradebook.open_gradebook(self.workspace) as gb:
+            for s in subs:
+                due, extension = keys.schedule(gb, s.assignment, s.student_id)
+                out[(s.student_id, s.assignment)] = keys.inputs(
+                    s, due=due, extension=extension, late_penalty=self.late_penalty,
+                    source=source_notebook(s.assignment), check_code=check_code)
+        return out
+
     def save(self) -> None:
-        save_rows(self.workspace, self.rows, self.tests)
+        """The side table first (the durable record), then grades.csv and tests.csv."""
+        save_state(self.workspace, self.rows)
+        save_rows(self.workspace, self.rows)
 
     def record(self, row: Row) -> None:
         """Keep a finished row and rewrite the CSV files (called from worker threads)."""
         with self._lock:
             if not row.max_score:  # a worker that died or hung did not read the gradebook
                 row.max_score = gradebook.max_score(self.workspace, row.assignment)
-            self.tests[row.key] = row.tests
+            values = self.inputs.get(row.key, {})
+            row.inputs, row.inputs_sha256 = json.dumps(values), keys.digest(values)
             self.rows[row.key] = row
             self.save()
 
@@ -111,8 +143,13 @@ class ClassRun:
 
 
 def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeout: int = 60,
-                memory_mb: int = 4096, progress: bool = True, late_penalty: str = "none") -> int:
+                memory_mb: int = 4096, progress: bool = True, late_penalty: str = "none",
+                force: bool = False, regrade: tuple[str, ...] = ()) -> int:
     """Grade every submission under ``submissions``; write ``workspace/grades.csv``.
+
+    A submission is graded when it has no final row yet or when an input of its grade
+    changed since (:mod:`~autograder.grading.keys`); ``force`` regrades all, ``regrade``
+    the named students' submissions.
 
     ``submissions`` is only read (it may be the workspace's own ``submitted/``). Returns 0
     when every submission has a row, 1 otherwise, 2 for a bad command line or a workspace
@@ -133,17 +170,23 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         write_config(workspace, release_directory=workspace / "release",
                      cell_timeout=cell_timeout, late_penalty=late_penalty)
         subs = discover(submissions.resolve())
+        unknown = sorted(set(regrade) - {s.student_id for s in subs})
+        if unknown:
+            print(f"error: --regrade names student(s) with no submission in {submissions}: "
+                  f"{', '.join(unknown)}", file=sys.stderr)
+            return 2
         run = ClassRun(workspace, subs, cell_timeout=cell_timeout, memory_mb=memory_mb,
-                       late_penalty=late_penalty)
+                       late_penalty=late_penalty, force=force, regrade=frozenset(regrade))
+        if run.reasons:
+            print(f"regrading {len(run.todo)} submission(s); changed: " + ", ".join(
+                f"{name} ({n})" for name, n in sorted(run.reasons.items())))
         run.start_workers(jobs)
         run.release()
         run.save()
         start = time.monotonic()
         run.grade(progress)
-        from autograder.grading.summary import write_summary
-
-        rows = [r.to_dict() for r in run.rows.values()]
-        for line in write_summary(workspace, rows, [t for v in run.tests.values() for t in v]):
+        # grades.csv, tests.csv and the summary from the gradebook (the one record).
+        for line in derive(workspace)[1]:
             print(line)
         print(f"graded {len(run.todo)} submission(s) in {time.monotonic() - start:.1f} s; "
               f"{len(run.rows)} row(s) in {workspace / GRADES_CSV}")

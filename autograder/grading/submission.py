@@ -12,6 +12,7 @@ import nbformat
 
 from autograder.grading.integrity import grade_ids, released_cells
 from autograder.grading.results import Status
+from autograder.notebook import identify_assignment
 
 
 @dataclass
@@ -82,4 +83,9 @@ def prevalidate(sub: Submission) -> tuple[nbformat.NotebookNode | None, tuple[St
                       f"not a valid Jupyter notebook ({str(exc).splitlines()[0]})")
     if not (grade_ids(nb) & set(released_cells(sub.assignment))):
         return None, (Status.WRONG_ASSIGNMENT, f"no cell of {sub.assignment} found in the notebook")
+    # Assignments share grade_ids (softmax, test_kc1...): judge by what the cells hold.
+    actual = identify_assignment(nb)
+    if actual is not None and actual != sub.assignment:
+        return None, (Status.WRONG_ASSIGNMENT, f"this is the notebook of {actual}, not of "
+                      f"{sub.assignment} (its read-only cells are those of {actual})")
     return nb, None

@@ -8,10 +8,12 @@ from pathlib import Path
 
 
 def write_summary(workspace: Path, rows: list[dict], tests: list[dict]) -> list[str]:
-    """Write ``summary-<assignment>.png`` and ``test_pass_rates.csv``; return printable lines.
+    """Write ``summary-<assignment>.png`` (a histogram of the scores) and
+    ``test_pass_rates.csv``; return printable lines.
 
-    The pass rate of a test is the share of graded submissions that got all its points;
-    it shows which behaviours the class got wrong.
+    The pass rate of an autograded test is the share of graded submissions that got all
+    its points; it shows which behaviours the class got wrong. Written answers graded by
+    hand have none.
     """
     import matplotlib
 
@@ -43,7 +45,9 @@ def write_summary(workspace: Path, rows: list[dict], tests: list[dict]) -> list[
         plt.close(fig)
         per_test: dict[str, list[bool]] = defaultdict(list)
         for t in tests:
-            if t["assignment"] == assignment and str(t["needs_manual_grade"]) != "True":
+            # Autograded tests only: a written answer has no pass rate (graded by hand).
+            if t["assignment"] == assignment and t.get("kind") != "manual" and str(
+                    t["needs_manual_grade"]) != "True":
                 per_test[t["test"]].append(float(t["score"] or 0) >= float(t["max_score"]))
         for name, passed in per_test.items():
             rate = sum(passed) / len(passed)

@@ -1,0 +1,110 @@
+"""The file to upload to a learning platform: ``python -m autograder export``.
+
+One row per learner of the roster and per assignment, derived from the gradebook and the
+side table (:mod:`~autograder.grading.record`) at the moment of export: score (after the late
+penalty), maximum, status, late penalty and detail. A learner whose notebook could not be
+graded keeps that status and 0 points; a learner of the roster with no submission is
+``missing``. nbgrader's own ``nbgrader export`` knows neither (it drops the first and gives
+the second a plain 0).
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+from autograder.grading.record import derive
+from autograder.grading.results import write_csv
+
+EXPORT_FIELDS = ["student_id", "assignment", "score", "max_score", "late_penalty", "status",
+                 "detail"]
+MISSING = "missing"
+
+
+def read_roster(path: Path) -> list[str]:
+    """Student ids from a roster file: a CSV with a ``student_id`` (or nbgrader's ``id``)
+    column, or one id per line. Raises ValueError for a CSV with neither column."""
+    text = Path(path).read_text(encoding="utf-8-sig")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return []
+    header = [h.strip() for h in lines[0].split(",")]
+    if len(header) == 1 and header[0] not in ("student_id", "id"):
+        return list(dict.fromkeys(lines))
+    column = next((h for h in ("student_id", "id") if h in header), None)
+    if column is None:
+        raise ValueError(f"roster {path} has no 'student_id' or 'id' column (it has "
+                         f"{', '.join(header)})")
+    rows = csv.DictReader(text.splitlines())
+    return list(dict.fromkeys(r[column].strip() for r in rows if (r.get(column) or "").strip()))
+
+
+def gradebook_students_and_assignments(workspace: Path) -> tuple[list[str], dict[str, float]]:
+    """(student ids, assignment -> max score) recorded in the workspace's gradebook."""
+    if not (workspace / "gradebook.db").is_file():
+        return [], {}
+    from autograder.grading.gradebook import open_gradebook
+
+    with open_gradebook(workspace) as gb:
+        return ([s.id for s in gb.students],
+                {a.name: float(a.max_score) for a in gb.assignments})
+
+
+def export(workspace: Path, out: Path, roster: Path | None = None) -> tuple[list[dict], list[str]]:
+    """Write the export CSV to ``out``; return (its rows, warnings).
+
+    The roster is ``roster``'s students, or else every student of the gradebook and of the
+    side table. The assignments are those of the gradebook and of the side table. Rows are
+    sorted by assignment, then student.
+    """
+    workspace = Path(workspace).resolve()
+    rows, _ = derive(workspace)
+    gb_students, maxima = gradebook_students_and_assignments(workspace)
+    graded = {s for s, _ in rows}
+    students = read_roster(roster) if roster else sorted(set(gb_students) | graded)
+    assignments = sorted(set(maxima) | {a for _, a in rows})
+    warnings = []
+    if roster:
+        strangers = sorted(graded - set(students))
+        if strangers:
+            warnings.append(f"submissions from students not on the roster, left out: "
+                            f"{', '.join(strangers)}")
+    table = []
+    for a in assignments:
+        for s in students:
+            r = rows.get((s, a))
+            if r is None:
+                table.append({"student_id": s, "assignment": a, "score": 0.0,
+                              "max_score": maxima.get(a, 0.0), "late_penalty": 0.0,
+                              "status": MISSING, "detail": "no submission"})
+            else:
+                table.append({"student_id": s, "assignment": a, "score": r.score,
+                              "max_score": r.max_score or maxima.get(a, 0.0),
+                              "late_penalty": r.late_penalty, "status": str(r.status),
+                              "detail": r.detail})
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    write_csv(Path(out), EXPORT_FIELDS, table)
+    return table, warnings
+
+
+def main(workspace: Path, out: Path | None, roster: Path | None) -> int:
+    """``python -m autograder export``: write the file and say what it holds."""
+    workspace = Path(workspace)
+    if not workspace.is_dir():
+        print(f"error: no grading workspace at {workspace}", file=sys.stderr)
+        return 2
+    if roster is not None and not Path(roster).is_file():
+        print(f"error: no roster file at {roster}", file=sys.stderr)
+        return 2
+    out = Path(out) if out else workspace / "export.csv"
+    try:
+        table, warnings = export(workspace, out, roster)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    missing = sum(r["status"] == MISSING for r in table)
+    print(f"{len(table)} row(s) ({missing} missing) in {out}")
+    return 0

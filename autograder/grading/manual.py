@@ -1,0 +1,182 @@
+"""Manual grading without a browser: ``python -m autograder manual list|score``.
+
+Lists the written answers (nbgrader "manually graded answer" cells) of a class as the
+autograded notebooks hold them, and records a score and a comment through nbgrader's API
+(``Grade.manual_score``, ``Comment.manual_comment``: what formgrader writes), then
+regenerates that learner's feedback and derives ``grades.csv`` again
+(:func:`autograder.grading.record.derive`), so the gradebook, ``grades.csv``, the feedback
+and the export agree.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder.grading.gradebook import open_gradebook
+from autograder.notebook import nbgrader_meta
+
+
+@dataclass
+class Answer:
+    """One written answer of one learner."""
+
+    student_id: str
+    assignment: str
+    notebook: str
+    cell: str  # the grade_id
+    max_score: float
+    score: float | None  # the manual score, None while ungraded
+    comment: str
+    text: str  # the learner's answer as graded (from autograded/)
+
+
+def _answer_text(workspace: Path, student: str, assignment: str, notebook: str,
+                 cell: str) -> str:
+    path = workspace / "autograded" / student / assignment / f"{notebook}.ipynb"
+    if not path.is_file():
+        return "(autograded notebook not found)"
+    for c in nbformat.read(path, as_version=4).cells:
+        if nbgrader_meta(c).get("grade_id") == cell:
+            return c.source
+    return "(cell not found)"
+
+
+def answers(workspace: Path, assignment: str | None = None) -> list[Answer]:
+    """Every written answer of the gradebook's submissions (of ``assignment`` if given),
+    by assignment, student and cell."""
+    workspace = Path(workspace).resolve()
+    out = []
+    with open_gradebook(workspace) as gb:
+        for a in gb.assignments:
+            if assignment and a.name != assignment:
+                continue
+            for sub in a.submissions:
+                for nb in sub.notebooks:
+                    for g in nb.grades:
+                        if g.cell.cell_type != "markdown" and g.auto_score is not None:
+                            continue  # autograded test
+                        comment = next((c.manual_comment or "" for c in nb.comments
+                                        if c.name == g.name), "")
+                        out.append(Answer(sub.student.id, a.name, nb.name, g.name,
+                                          float(g.max_score), g.manual_score, comment,
+                                          _answer_text(workspace, sub.student.id, a.name,
+                                                       nb.name, g.name)))
+    return sorted(out, key=lambda x: (x.assignment, x.student_id, x.cell))
+
+
+def record_score(workspace: Path, student: str, assignment: str, cell: str, points: float,
+                 comment: str | None = None) -> Answer:
+    """Set the manual score (and comment) of one written answer in the gradebook.
+
+    Raises:
+        ValueError: no such submission or written-answer cell, or ``points`` outside
+            [0, the cell's maximum].
+    """
+    from nbgrader.api import MissingEntry
+
+    workspace = Path(workspace).resolve()
+    with open_gradebook(workspace) as gb:
+        try:
+            sub = gb.find_submission(assignment, student)
+        except MissingEntry:
+            raise ValueError(f"no graded submission of {assignment} by {student!r} in "
+                             f"{workspace / 'gradebook.db'}") from None
+        written = {g.name: (nb, g) for nb in sub.notebooks for g in nb.grades
+                   if g.cell.cell_type == "markdown" or g.auto_score is None}
+        if cell not in written:
+            raise ValueError(f"{assignment} has no written answer {cell!r}; its written "
+                             f"answers: {', '.join(sorted(written)) or 'none'}")
+        nb, grade = written[cell]
+        if not 0 <= points <= grade.max_score:
+            raise ValueError(f"points {points:g} outside 0..{grade.max_score:g} for {cell}")
+        grade.manual_score = float(points)
+        grade.needs_manual_grade = False  # as formgrader's "save" does
+        if comment is not None:
+            try:
+                c = gb.find_comment(cell, nb.name, assignment, student)
+                c.manual_comment = comment
+            except MissingEntry:
+                raise ValueError(f"{cell} has no comment field in the gradebook") from None
+        gb.db.commit()
+        return Answer(student, assignment, nb.name, cell, float(grade.max_score),
+                      grade.manual_score, comment or "", "")
+
+
+def regenerate_feedback(workspace: Path, student: str, assignment: str) -> str:
+    """``nbgrader generate_feedback ASSIGNMENT --student STUDENT --force`` in the workspace;
+    "" on success, else nbgrader's output."""
+    from autograder.grading.release import nbgrader
+
+    done = nbgrader(["generate_feedback", assignment, "--student", student, "--force"],
+                    cwd=workspace)
+    return "" if done.returncode == 0 else done.stdout
+
+
+def _lock(workspace: Path):
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(Path(workspace) / ".lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return None
+    return lock
+
+
+def main_list(workspace: Path, assignment: str | None) -> int:
+    """``manual list``: print each written answer: who, which cell, points, the text."""
+    workspace = Path(workspace)
+    if not (workspace / "gradebook.db").is_file():
+        print(f"error: no gradebook in {workspace} (run python -m autograder grade first)",
+              file=sys.stderr)
+        return 2
+    found = answers(workspace, assignment)
+    for a in found:
+        score = "ungraded" if a.score is None else f"{a.score:g}"
+        print(f"== {a.student_id}  {a.assignment}  {a.cell}  {score} / {a.max_score:g}"
+              + (f"  comment: {a.comment}" if a.comment else ""))
+        print(a.text.rstrip() or "(blank)")
+        print()
+    ungraded = sum(a.score is None for a in found)
+    print(f"{len(found)} written answer(s), {ungraded} ungraded. Score one with: "
+          "python -m autograder manual score STUDENT ASSIGNMENT CELL POINTS "
+          f"--workspace {workspace} [--comment TEXT]")
+    return 0
+
+
+def main_score(workspace: Path, student: str, assignment: str, cell: str, points: float,
+               comment: str | None) -> int:
+    """``manual score``: record, regenerate the learner's feedback, derive grades.csv."""
+    from autograder.grading.record import derive
+
+    workspace = Path(workspace).resolve()
+    if not (workspace / "gradebook.db").is_file():
+        print(f"error: no gradebook in {workspace}", file=sys.stderr)
+        return 2
+    lock = _lock(workspace)
+    if lock is None:
+        print(f"error: a grading run is using {workspace}; score when it has finished",
+              file=sys.stderr)
+        return 2
+    try:
+        try:
+            record_score(workspace, student, assignment, cell, points, comment)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        failed = regenerate_feedback(workspace, student, assignment)
+        rows, _ = derive(workspace)
+    finally:
+        lock.release()
+    row = rows.get((student, assignment))
+    if row is not None:
+        print(f"{student} {assignment}: {cell} = {points:g}; total {row.score:g} / "
+              f"{row.max_score:g} ({row.status}) in {workspace / 'grades.csv'}")
+    if failed:
+        print(f"warning: nbgrader generate_feedback failed:\n{failed[-2000:]}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,88 @@
+"""One record: nbgrader's gradebook holds every score; ``grades.csv``, ``tests.csv`` and the
+summary are derived from it, together with the workspace's side table (``STATE_CSV``: our
+statuses, details and regrade keys, which the gradebook has no place for).
+
+So a manual score, a late penalty, an extension or a regrade made with nbgrader's own
+commands (``nbgrader autograde --force``, formgrader) shows in ``grades.csv`` after the next
+:func:`derive`, which ``grade``, ``manual score`` and ``export`` run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from autograder.grading.gradebook import open_gradebook
+from autograder.grading.results import PRIORITY, Row, Status, load_state, save_rows
+
+NOTE = "note"  # the key of a free-text prefix in a row's events (e.g. nbformat 3 converted)
+
+
+def combine(events: dict[Status, str]) -> tuple[Status, str]:
+    """The status (the most serious event, else ``graded``) and the detail listing all."""
+    status = next((p for p in PRIORITY if p in events), Status.GRADED)
+    detail = "; ".join(f"{k}: {v}" if k != status else v for k, v in
+                       sorted(events.items(), key=lambda kv: PRIORITY.index(kv[0])))
+    return status, detail
+
+
+def fill(row: Row, gb) -> bool:
+    """Set ``row``'s score, maximum, late penalty, tests, status and detail from the gradebook
+    ``gb`` (an open ``nbgrader.api.Gradebook``) and its grading ``events``. Returns False,
+    leaving the row as it is, when the row has no scores in the gradebook."""
+    from nbgrader.api import MissingEntry
+
+    if not row.scored:
+        return False
+    try:
+        s = gb.find_submission(row.assignment, row.student_id)
+    except MissingEntry:
+        return False
+    tests = []
+    for nb in s.notebooks:
+        for g in nb.grades:
+            manual = g.cell.cell_type == "markdown" or g.auto_score is None
+            tests.append({"student_id": row.student_id, "assignment": row.assignment,
+                          "test": g.name, "score": g.score, "max_score": g.max_score,
+                          "needs_manual_grade": g.needs_manual_grade,
+                          "kind": "manual" if manual else "autograded"})
+    # nbgrader keeps the late penalty apart from the score (its export does the same).
+    penalty = float(s.late_submission_penalty or 0.0)
+    row.score, row.max_score = max(0.0, float(s.score) - penalty), float(s.max_score)
+    row.late_penalty, row.tests = penalty, tests
+    events = {(k if k == NOTE else Status(k)): v
+              for k, v in json.loads(row.events or "{}").items()}
+    note = events.pop(NOTE, "")
+    late = float(s.total_seconds_late or 0.0)
+    if late > 0:
+        events[Status.LATE] = (f"submitted {late / 3600:.1f} h after the due date; "
+                               f"{float(s.score):g} points before nbgrader's late penalty")
+    if s.needs_manual_grade:
+        events[Status.NEEDS_MANUAL_GRADING] = (
+            "written answers wait for an instructor (python -m autograder manual)")
+    row.status, row.detail = combine(events)
+    if note:
+        row.detail = f"{note}; {row.detail}" if row.detail else note
+    return True
+
+
+def derive_rows(workspace: Path, rows: dict[tuple[str, str], Row]) -> dict[tuple[str, str], Row]:
+    """Bring ``rows`` (the side table's) up to date with the gradebook, in place."""
+    if rows and (workspace / "gradebook.db").is_file():
+        with open_gradebook(workspace) as gb:
+            for row in rows.values():
+                fill(row, gb)
+    return rows
+
+
+def derive(workspace: Path) -> tuple[dict[tuple[str, str], Row], list[str]]:
+    """Rewrite ``grades.csv``, ``tests.csv`` and the summary from the gradebook and the side
+    table; return the rows and the summary's printable lines."""
+    from autograder.grading.summary import write_summary
+
+    workspace = Path(workspace).resolve()
+    rows = derive_rows(workspace, load_state(workspace))
+    save_rows(workspace, rows)
+    lines = write_summary(workspace, [r.to_dict() for r in rows.values()],
+                          [t for r in rows.values() for t in r.tests])
+    return rows, lines

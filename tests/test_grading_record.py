@@ -1,0 +1,239 @@
+"""One record, regrade keys, wrong-assignment, export and manual grading, unit by unit
+(issue 12): on a gradebook built with nbgrader's API, no kernel and no nbgrader run.
+
+The class-level runs of the same pieces are in test_instructor_workflow.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import sys
+from datetime import datetime, timedelta
+
+import nbformat
+import pytest
+from submissions import filled_notebook, write_submission
+
+from autograder.grading import export, keys, manual, record, submission
+from autograder.grading.gradebook import open_gradebook
+from autograder.grading.results import Row, Status, load_state, save_state
+
+A = "ex01_python_attention"
+X = "exA"  # the assignment of the hand-built gradebook
+
+
+# -- regrade keys ----------------------------------------------------------------------
+
+
+def _inputs(sub, **over):
+    values = dict(due="2026-03-01 17:00:00", extension="", late_penalty="zero",
+                  source=None, check_code="c0")
+    values.update(over)
+    return keys.inputs(sub, **values)
+
+
+def test_every_input_of_a_grade_changes_its_key(tmp_path):
+    path = write_submission(tmp_path / "subs", "bob", A, filled_notebook(A))
+    (path.parent / "timestamp.txt").write_text("2026-03-02 12:00:00 UTC")
+    source = tmp_path / "source.ipynb"
+    source.write_text("{}")
+    sub = submission.discover(tmp_path / "subs")[0]
+    base = keys.digest(_inputs(sub, source=source))
+    assert base == keys.digest(_inputs(sub, source=source))  # deterministic
+    changed = {
+        "due date": _inputs(sub, source=source, due="2026-03-03 17:00:00"),
+        "extension": _inputs(sub, source=source, extension="1 day, 0:00:00"),
+        "late penalty": _inputs(sub, source=source, late_penalty="none"),
+        "check code": _inputs(sub, source=source, check_code="c1"),
+    }
+    for name, values in changed.items():
+        assert keys.digest(values) != base, name
+        assert keys.changed(_inputs(sub, source=source), values) == [name]
+    before = json.loads(json.dumps(_inputs(sub, source=source)))  # as the side table keeps it
+    source.write_text('{"cells": []}')  # a fixed hidden test in solutions/
+    assert keys.changed(before, _inputs(sub, source=source)) == ["source notebook"]
+    source.write_text("{}")
+    (path.parent / "timestamp.txt").write_text("2026-03-02 12:00:01 UTC")
+    assert keys.changed(before, _inputs(sub, source=source)) == ["timestamp"]
+    path.write_text(path.read_text() + " ")
+    assert keys.changed(before, _inputs(submission.discover(tmp_path / "subs")[0],
+                                        source=source)) == ["notebook", "timestamp"]
+
+
+def test_check_code_digest_follows_every_check_file(tmp_path):
+    for name in keys.CHECK_CODE:
+        target = tmp_path / name / "x.py" if not name.endswith(".py") else tmp_path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("a = 1\n")
+    first = keys.check_code_digest.__wrapped__(tmp_path)
+    (tmp_path / "autograder" / "checks" / "x.py").write_text("a = 2\n")  # a fixed check
+    assert keys.check_code_digest.__wrapped__(tmp_path) != first
+    assert len(keys.check_code_digest()) == 64  # the repository's own
+
+
+# -- wrong assignment ------------------------------------------------------------------
+
+
+def test_an_ex02_notebook_submitted_as_ex01_is_wrong_assignment(tmp_path):
+    """ex01 and ex02 share grade_ids (softmax, test_kc1...): a detector that only asks
+    whether an id overlaps (the old one) lets the ex02 notebook through; what its read-only
+    cells hold says it is ex02."""
+    nb = filled_notebook("ex02_numpy_attention")
+    from autograder.grading.integrity import grade_ids, released_cells
+
+    assert grade_ids(nb) & set(released_cells(A)), "the ids overlap: the old check passes"
+    path = write_submission(tmp_path, "dave", A, nb)
+    got, bad = submission.prevalidate(submission.Submission("dave", A, path))
+    assert got is None and bad[0] == Status.WRONG_ASSIGNMENT
+    assert "notebook of ex02_numpy_attention, not of ex01_python_attention" in bad[1]
+    right = write_submission(tmp_path, "erin", A, filled_notebook(A))
+    assert submission.prevalidate(submission.Submission("erin", A, right))[1] is None
+
+
+# -- one record: a gradebook built with nbgrader's API ---------------------------------
+
+
+@pytest.fixture
+def workspace(template, tmp_path):
+    """A copy of :func:`template`."""
+    shutil.copytree(template, tmp_path / "ws")
+    return tmp_path / "ws"
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """A gradebook with assignment exA (two autograded tests of 3 and 2 points, a written
+    answer of 4 points) and the side table of a grading run: alice on time, bob 2 h late
+    (penalty: zero), carol's notebook invalid (never reached the gradebook)."""
+    # nbgrader creates a gradebook with alembic, found on PATH
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
+    ws = tmp_path_factory.mktemp("template") / "ws"
+    ws.mkdir()
+    due = datetime(2026, 3, 1, 17, 0)
+    with open_gradebook(ws) as gb:
+        gb.add_assignment(X, duedate=due)
+        gb.add_notebook(X, X)
+        gb.add_grade_cell("test_a", X, X, max_score=3, cell_type="code")
+        gb.add_grade_cell("test_b", X, X, max_score=2, cell_type="code")
+        gb.add_grade_cell("derivation", X, X, max_score=4, cell_type="markdown")
+        gb.add_solution_cell("derivation", X, X)
+        for student, late in (("alice", -1), ("bob", 2)):
+            gb.add_student(student)
+            sub = gb.add_submission(X, student, timestamp=due + timedelta(hours=late))
+            nb = sub.notebooks[0]
+            for g in nb.grades:
+                g.auto_score = {"test_a": 3.0, "test_b": 1.0}.get(g.name)
+                g.needs_manual_grade = g.name == "derivation"
+            if late > 0:
+                nb.late_submission_penalty = 4.0  # the zero penalty takes all it earned
+        gb.db.commit()
+    rows = {}
+    for student in ("alice", "bob"):
+        rows[(student, X)] = Row(student, X, status=Status.GRADED, scored=True,
+                                 events=json.dumps({"restored-tests": "test_a edited"}
+                                                   if student == "bob" else {}))
+    rows[("carol", X)] = Row("carol", X, status=Status.INVALID_NOTEBOOK,
+                             detail="not valid JSON")
+    save_state(ws, rows)
+    autograded = ws / "autograded" / "alice" / X
+    autograded.mkdir(parents=True)
+    cell = nbformat.v4.new_markdown_cell("Var(q.k) = d_k, so divide by sqrt(d_k).")
+    cell.metadata["nbgrader"] = {"grade_id": "derivation", "grade": True, "solution": True}
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), autograded / f"{X}.ipynb")
+    return ws
+
+
+def _csv(path):
+    with path.open(encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_grades_csv_is_derived_from_the_gradebook(workspace):
+    rows, _ = record.derive(workspace)
+    alice, bob, carol = rows[("alice", X)], rows[("bob", X)], rows[("carol", X)]
+    assert (alice.score, alice.max_score, alice.status) == (4.0, 9.0,
+                                                            Status.NEEDS_MANUAL_GRADING)
+    assert (bob.score, bob.late_penalty, bob.status) == (0.0, 4.0, Status.RESTORED_TESTS)
+    assert "late: submitted 2.0 h after the due date; 4 points before" in bob.detail
+    assert (carol.score, carol.status) == (0.0, Status.INVALID_NOTEBOOK)
+    on_disk = {r["student_id"]: r for r in _csv(workspace / "grades.csv")}
+    assert on_disk["alice"]["score"] == "4.0" and on_disk["bob"]["late_penalty"] == "4.0"
+    kinds = {(r["student_id"], r["test"]): r["kind"] for r in _csv(workspace / "tests.csv")}
+    assert kinds[("alice", "derivation")] == "manual"
+    assert kinds[("alice", "test_a")] == "autograded"
+    rates = {r["test"] for r in _csv(workspace / "test_pass_rates.csv")}
+    assert rates == {"test_a", "test_b"}, "a written answer has no pass rate"
+
+
+def test_an_extension_granted_in_the_gradebook_shows(workspace):
+    with open_gradebook(workspace) as gb:
+        gb.grant_extension(X, "bob", hours=3)
+        assert keys.schedule(gb, X, "bob") == ("2026-03-01 17:00:00", "3:00:00")
+        # nbgrader's late penalty is assigned by autograde; a regrade would clear it:
+        gb.find_submission(X, "bob").notebooks[0].late_submission_penalty = 0.0
+        gb.db.commit()
+    bob = record.derive(workspace)[0][("bob", X)]
+    assert (bob.score, bob.status) == (4.0, Status.RESTORED_TESTS)
+    assert "late" not in bob.detail
+
+
+def test_manual_list_and_score_then_grades_and_export_agree(workspace, capsys):
+    found = manual.answers(workspace)
+    assert [(a.student_id, a.cell, a.max_score, a.score) for a in found] == [
+        ("alice", "derivation", 4.0, None), ("bob", "derivation", 4.0, None)]
+    assert found[0].text.startswith("Var(q.k) = d_k")
+    assert manual.main_list(workspace, X) == 0
+    out = capsys.readouterr().out
+    assert "== alice  exA  derivation  ungraded / 4" in out and "2 ungraded" in out
+    manual.record_score(workspace, "alice", X, "derivation", 3, "right idea, no sqrt")
+    rows, _ = record.derive(workspace)
+    assert (rows[("alice", X)].score, rows[("alice", X)].status) == (7.0, Status.GRADED)
+    assert manual.answers(workspace, X)[0].comment == "right idea, no sqrt"
+    roster = workspace.parent / "roster.csv"
+    roster.write_text("student_id,name\nalice,A\nbob,B\ncarol,C\ndave,D\n")
+    table, warnings = export.export(workspace, workspace / "export.csv", roster)
+    got = {r["student_id"]: r for r in _csv(workspace / "export.csv")}
+    assert len(table) == 4 and not warnings
+    assert (got["alice"]["score"], got["alice"]["status"]) == ("7.0", "graded")
+    assert (got["bob"]["score"], got["bob"]["late_penalty"]) == ("0.0", "4.0")
+    assert (got["carol"]["status"], got["carol"]["max_score"]) == ("invalid-notebook", "9.0")
+    assert (got["dave"]["status"], got["dave"]["score"]) == ("missing", "0.0")
+    assert {r["student_id"]: r for r in _csv(workspace / "grades.csv")}["alice"]["score"] == "7.0"
+
+
+@pytest.mark.parametrize("cell,points,message", [
+    ("derivation", 5, "points 5 outside 0..4 for derivation"),
+    ("derivation", -1, "points -1 outside 0..4"),
+    ("test_a", 1, "has no written answer 'test_a'; its written answers: derivation"),
+])
+def test_manual_score_refuses_what_is_not_a_written_answer_or_out_of_range(
+        workspace, cell, points, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        manual.record_score(workspace, "alice", X, cell, points)
+    with pytest.raises(ValueError, match="no graded submission of exA by 'zoe'"):
+        manual.record_score(workspace, "zoe", X, "derivation", 1)
+
+
+def test_export_without_a_roster_has_every_student_and_warns_of_strangers(workspace):
+    table, _ = export.export(workspace, workspace / "all.csv")
+    assert [r["student_id"] for r in table] == ["alice", "bob", "carol"]
+    roster = workspace.parent / "ids.txt"
+    roster.write_text("alice\nbob\n")
+    table, warnings = export.export(workspace, workspace / "some.csv", roster)
+    assert [r["student_id"] for r in table] == ["alice", "bob"]
+    assert warnings == ["submissions from students not on the roster, left out: carol"]
+    bad = workspace.parent / "bad.csv"
+    bad.write_text("name,email\nA,a@x\n")
+    with pytest.raises(ValueError, match="no 'student_id' or 'id' column"):
+        export.read_roster(bad)
+
+
+def test_side_table_rows_survive_and_unscored_rows_keep_their_status(workspace):
+    state = load_state(workspace)
+    assert state[("carol", X)].scored is False and state[("alice", X)].scored is True
+    with open_gradebook(workspace) as gb:
+        row = state[("carol", X)]
+        assert record.fill(row, gb) is False and row.status == Status.INVALID_NOTEBOOK
