@@ -66,6 +66,9 @@ def test_all_of_ex01s_checks_pass_on_the_reference(reference):
                   ex08.attention_is_stable, ex08.attention_rejects_bad_input):
         check(attention)
     ex08.uses_only_safe_std(softmax, attention)
+    # A Python function of the same name (the pure-Python reference) is not accepted.
+    with pytest.raises(AssertionError, match="Rust function compiled from your %%rust cell"):
+        ex08.softmax_is_stable(python_attention.softmax)
 
 
 def test_err_is_value_error_and_numpy_arrays_are_accepted(reference):

@@ -10,6 +10,7 @@ cell magic recorded.
 
 from __future__ import annotations
 
+import ctypes
 import re
 from typing import Callable
 
@@ -18,9 +19,18 @@ from autograder.rust import RustFunction
 from autograder.testing import call_learner, fail
 
 
+def _is_rust_function(fn) -> bool:
+    """A :class:`~autograder.rust.RustFunction` calling into a compiled library. By name, not
+    ``isinstance``: in the grading sandbox the checks and the notebook load their own copies
+    of :mod:`autograder.rust` (see :mod:`autograder.kernel_guard`)."""
+    return (type(fn).__name__ == RustFunction.__name__
+            and type(fn).__module__ == RustFunction.__module__
+            and isinstance(getattr(fn, "_fn", None), ctypes._CFuncPtr))
+
+
 def _rust(fn: Callable, name: str) -> RustFunction:
     """``fn`` if it is the Rust function ``name`` compiled by ``%%rust``; else a failure."""
-    if not isinstance(fn, RustFunction) or fn.__name__ != name:
+    if not _is_rust_function(fn) or fn.__name__ != name:
         fail(f"{name} should be the Rust function compiled from your %%rust cell, got "
              f"{type(fn).__name__} {getattr(fn, '__name__', '')!s}: did the cell compile?")
     return fn
