@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # pytest-xdist workers; CI has 2 cores.
 JOBS   ?= auto
 
-.PHONY: venv book test bench assignments notebooks clean
+.PHONY: venv book test check lint bench assignments notebooks clean
 
 venv: $(STAMP)
 
@@ -23,6 +23,15 @@ book: $(STAMP)
 ## test: the whole test suite (builds the book once, grades every test class)
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup
+
+## check: the inner loop (under 2 minutes): ruff, then every test not marked book or slow
+## (unit tests of the grading pieces, reference and check tests, release drift)
+check: lint
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not book and not slow" -q
+
+## lint: ruff with the rules in pyproject.toml
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
 
 ## bench: benchmarks/ (ratios against a baseline measured in the same run)
 bench: $(STAMP)

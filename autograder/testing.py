@@ -26,10 +26,15 @@ def fail(message: str) -> None:
     raise CheckFailed(message)
 
 
-def call_learner(fn: Callable, *args, what: str, **kwargs):
-    """Call a learner's function; turn the stub or any exception into a clear failure."""
+def call_learner(fn: Callable, *args, what: str, within=None, **kwargs):
+    """Call a learner's function; turn the stub or any exception into a clear failure.
+
+    ``within``: a context manager the call runs in, such as ``np.errstate(all="ignore")``
+    or ``torch.no_grad()``.
+    """
     try:
-        return fn(*args, **kwargs)
+        with within if within is not None else contextlib.nullcontext():
+            return fn(*args, **kwargs)
     except NotImplementedError:
         fail(f"{what}: not implemented yet (the stub raises NotImplementedError)")
     except Exception as exc:  # noqa: BLE001 - a learner's code may raise anything
@@ -42,6 +47,51 @@ def check_type(value: Any, expected: type | tuple[type, ...], what: str) -> None
     if type(value) not in types:
         names = " or ".join(t.__name__ for t in types)
         fail(f"{what} should be a {names}, got {type(value).__name__}")
+
+
+def check_array(value: Any, shape: tuple, what: str) -> np.ndarray:
+    """Check ``value`` is a ``numpy.ndarray`` of ``shape``; return it."""
+    if not isinstance(value, np.ndarray):
+        fail(f"{what} should be a numpy.ndarray, got {type(value).__name__}")
+    if value.shape != tuple(shape):
+        fail(f"{what}: shape should be {tuple(shape)}, got {value.shape}")
+    return value
+
+
+def check_tensor(value: Any, shape: tuple, what: str, *, device: str | None = None,
+                 dtype=None, finite: bool = False):
+    """Check ``value`` is a ``torch.Tensor`` of ``shape`` (on ``device``'s type, of
+    ``dtype``, without NaN or infinity when ``finite``); return it."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        fail(f"{what} should be a torch.Tensor, got {type(value).__name__}")
+    if tuple(value.shape) != tuple(shape):
+        fail(f"{what}: shape should be {tuple(shape)}, got {tuple(value.shape)}")
+    if device is not None and value.device.type != torch.device(device).type:
+        fail(f"{what}: should be on {device} like its inputs, got {value.device}")
+    if dtype is not None and value.dtype != dtype:
+        fail(f"{what}: dtype should be {dtype}, got {value.dtype}")
+    if finite and not torch.isfinite(value).all():
+        fail(f"{what} contains NaN or infinity")
+    return value
+
+
+def some_true_per_row(rng, shape: tuple, p: float = 0.6):
+    """A random boolean mask of ``shape`` with at least one True in every row (no fully
+    masked query): a NumPy array from a ``np.random.Generator``, a tensor from a
+    ``torch.Generator``."""
+    if isinstance(rng, np.random.Generator):
+        m = rng.random(shape) < p
+        idx = rng.integers(0, shape[-1], size=shape[:-1])
+        np.put_along_axis(m, idx[..., None], True, axis=-1)
+        return m
+    import torch
+
+    m = torch.rand(*shape, generator=rng) < p
+    idx = torch.randint(0, shape[-1], shape[:-1], generator=rng)
+    m.scatter_(-1, idx.unsqueeze(-1), True)
+    return m
 
 
 def check_matrix_of_floats(value: Any, rows: int, cols: int, what: str) -> None:
@@ -195,6 +245,21 @@ def _code_names(code: types.CodeType) -> set[str]:
     return names
 
 
+def referenced_values(fn: Callable, names) -> list[tuple[str | None, Any]]:
+    """What a learner's function refers to: ``(name, value)`` for each of ``names`` bound in
+    its globals, then ``(None, value)`` for each filled cell of its closure (the helpers and
+    modules of an enclosing function). The checks that forbid libraries or functions walk
+    the learner's helpers with it."""
+    g = getattr(fn, "__globals__", {})
+    found: list[tuple[str | None, Any]] = [(n, g[n]) for n in names if n in g]
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            found.append((None, cell.cell_contents))
+        except ValueError:  # an empty cell
+            continue
+    return found
+
+
 def check_pure_python(*functions: Callable, banned: tuple[str, ...] = BANNED_MODULES) -> None:
     """Check that the functions (and the helpers they call) use no array library.
 
@@ -215,27 +280,13 @@ def check_pure_python(*functions: Callable, banned: tuple[str, ...] = BANNED_MOD
         names = _code_names(code)
         for name in names & {"__import__", "importlib", "import_module", *banned}:
             fail(f"{fn.__name__} refers to {name!r}: this exercise is pure Python")
-        g = getattr(fn, "__globals__", {})
-        for name in names:
-            if name not in g:
-                continue
-            obj = g[name]
+        for name, obj in referenced_values(fn, names):
             root = (getattr(obj, "__name__", "") if isinstance(obj, types.ModuleType)
                     else getattr(obj, "__module__", None) or "").split(".")[0]
             if root in banned:
-                fail(f"{fn.__name__} uses {name!r} from {root}: this exercise is pure Python")
+                fail(f"{fn.__name__} uses {name!r} from {root}: this exercise is pure Python"
+                     if name else f"{fn.__name__} uses {root}: this exercise is pure Python")
             if isinstance(obj, types.FunctionType):
                 stack.append(obj)
-            elif isinstance(obj, type):
+            elif name and isinstance(obj, type):
                 stack.extend(v for v in vars(obj).values() if isinstance(v, types.FunctionType))
-        for cell in getattr(fn, "__closure__", None) or ():  # helpers defined in a function
-            try:
-                obj = cell.cell_contents
-            except ValueError:  # an empty cell
-                continue
-            root = (getattr(obj, "__name__", "") if isinstance(obj, types.ModuleType)
-                    else getattr(obj, "__module__", None) or "").split(".")[0]
-            if root in banned:
-                fail(f"{fn.__name__} uses {root}: this exercise is pure Python")
-            if isinstance(obj, types.FunctionType):
-                stack.append(obj)

@@ -6,7 +6,7 @@ present, the CPU and, when there is one, CUDA:
 1. agreement with ``F.scaled_dot_product_attention`` in float64, float32, float16 and
    bfloat16 (boolean, float and causal masks), and of ``MultiHeadAttention`` with
    ``nn.MultiheadAttention`` (copied weights, inverted boolean mask);
-2. every hidden check of ex05 (autograder/checks/ex05.py, which itself runs on CUDA when
+2. every hidden check of ex05 (autograder/checks/ex05/, which itself runs on CUDA when
    present) against the reference, and one device bug that only CUDA can expose: a causal
    mask built on the CPU must fail ``sdpa_is_causal`` on a GPU;
 3. a small timing of the reference against torch's fused kernel (informative, not a test).

@@ -14,13 +14,14 @@ import sys
 
 import nbformat
 import pytest
-from conftest import REPO, grade, run
+from conftest import grade, run
 from submissions import filled_notebook, parse_variant, variant_hints, variants, write_submission
 
 import autograder
 from autograder.config import EXERCISES, SOLUTIONS
 
 ASSIGNMENTS = list(autograder.ASSIGNMENTS)  # the registry: exercises found in solutions/
+pytestmark = pytest.mark.slow  # one class run per exercise
 # PYTHONUTF8=0: the C locale without Python's automatic UTF-8 mode, i.e. ASCII everywhere
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "PYTHONUTF8": "0"}
 _classes: dict[str, tuple] = {}

@@ -7,7 +7,6 @@ correct submissions in the same run are graded as if they were alone.
 from __future__ import annotations
 
 import copy
-import json
 import os
 import signal
 import subprocess

@@ -7,7 +7,7 @@ import sys
 
 import nbformat
 import pytest
-from conftest import REPO, run
+from conftest import run
 
 import autograder
 from autograder.config import EXERCISES, SOLUTIONS

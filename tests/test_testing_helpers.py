@@ -8,9 +8,14 @@ import pytest
 from autograder.testing import (
     CheckFailed,
     assert_close,
+    call_learner,
     check_answer,
+    check_array,
     check_pure_python,
+    check_tensor,
     expect_value_error,
+    referenced_values,
+    some_true_per_row,
 )
 
 
@@ -115,3 +120,56 @@ def test_check_pure_python_follows_helpers():
 
     with pytest.raises(CheckFailed, match="torch"):
         check_pure_python(imports_inside)
+
+
+def test_call_learner_names_the_stub_and_runs_within_a_context():
+    def stub():
+        raise NotImplementedError()
+
+    with pytest.raises(CheckFailed, match="f\\(\\): not implemented yet"):
+        call_learner(stub, what="f()")
+    with pytest.raises(CheckFailed, match="raised ZeroDivisionError"):
+        call_learner(lambda: 1 / 0, what="g()")
+    with np.errstate(all="raise"):  # the learner's overflow warning is not an error in it
+        assert call_learner(lambda: np.exp(np.float64(1000)), what="h()",
+                            within=np.errstate(all="ignore")) == np.inf
+
+
+def test_check_array_and_check_tensor():
+    assert check_array(np.zeros((2, 3)), (2, 3), "x").shape == (2, 3)
+    with pytest.raises(CheckFailed, match="should be a numpy.ndarray, got list"):
+        check_array([[0.0]], (1, 1), "x")
+    with pytest.raises(CheckFailed, match=r"shape should be \(2, 3\), got \(3, 2\)"):
+        check_array(np.zeros((3, 2)), (2, 3), "x")
+    torch = pytest.importorskip("torch")
+    t = torch.zeros(2, 3)
+    assert check_tensor(t, (2, 3), "t", device="cpu", dtype=torch.float32, finite=True) is t
+    with pytest.raises(CheckFailed, match="dtype should be torch.float64"):
+        check_tensor(t, (2, 3), "t", dtype=torch.float64)
+    with pytest.raises(CheckFailed, match="NaN or infinity"):
+        check_tensor(torch.tensor([float("nan")]), (1,), "t", finite=True)
+    with pytest.raises(CheckFailed, match="should be a torch.Tensor"):
+        check_tensor(np.zeros(1), (1,), "t")
+
+
+def test_some_true_per_row_leaves_no_row_fully_masked():
+    m = some_true_per_row(np.random.default_rng(0), (50, 7), p=0.01)
+    assert m.dtype == bool and m.shape == (50, 7) and m.any(axis=-1).all() and not m.all()
+    torch = pytest.importorskip("torch")
+    t = some_true_per_row(torch.Generator().manual_seed(0), (4, 50, 7), p=0.01)
+    assert t.dtype == torch.bool and t.any(dim=-1).all()
+
+
+def test_referenced_values_sees_globals_and_closures():
+    import math
+
+    def outer():
+        helper = math.sqrt
+
+        def inner(x):
+            return helper(x) + np.pi
+
+        return inner
+
+    found = referenced_values(outer(), {"np", "unbound_name"})
+    assert found == [("np", np), (None, math.sqrt)]

@@ -13,28 +13,22 @@ import numpy as np
 
 from autograder.reference import numpy_attention as ref
 from autograder import diagnose
-from autograder.testing import assert_close, expect_value_error, explain, fail
+from autograder.testing import (
+    assert_close,
+    call_learner,
+    expect_value_error,
+    explain,
+    fail,
+    some_true_per_row,
+)
+from autograder.testing import check_array as _array
 
 RTOL, ATOL = 1e-10, 1e-12
 
 
 def _call(fn: Callable, *args, what: str, **kwargs):
-    try:
-        with np.errstate(all="ignore"):
-            return fn(*args, **kwargs)
-    except NotImplementedError:
-        fail(f"{what}: not implemented yet (the stub raises NotImplementedError)")
-    except Exception as exc:  # noqa: BLE001 - a learner's code may raise anything
-        fail(f"{what}: raised {type(exc).__name__}: {exc}")
-
-
-def _array(value, shape: tuple, what: str) -> np.ndarray:
-    """Check ``value`` is a NumPy array of ``shape`` and return it."""
-    if not isinstance(value, np.ndarray):
-        fail(f"{what} should be a numpy.ndarray, got {type(value).__name__}")
-    if value.shape != tuple(shape):
-        fail(f"{what}: shape should be {tuple(shape)}, got {value.shape}")
-    return value
+    """The learner's function, with NumPy's floating-point warnings silenced."""
+    return call_learner(fn, *args, what=what, within=np.errstate(all="ignore"), **kwargs)
 
 
 def _pair(result, out_shape: tuple, w_shape: tuple, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -58,14 +52,6 @@ def _attention(attention: Callable, Q, K, V, mask=None, *, what: str):
 def _hint(w, out, Q, K, V, mask) -> str:
     """The common mistake the weights or the output match (see autograder.diagnose)."""
     return diagnose.weights_hint(w) or diagnose.attention_hint(out, Q, K, V, mask)
-
-
-def _some_true_per_row(rng: np.random.Generator, shape: tuple, p: float = 0.6) -> np.ndarray:
-    """A random boolean mask with at least one True in every row (no fully masked query)."""
-    m = rng.random(shape) < p
-    idx = rng.integers(0, shape[-1], size=shape[:-1])
-    np.put_along_axis(m, idx[..., None], True, axis=-1)
-    return m
 
 
 # --- softmax ------------------------------------------------------------------------------
@@ -188,9 +174,9 @@ def attention_with_mask(attention: Callable, seed: int = 6) -> None:
                rng.normal(size=(B, H, T_k, d_v)))
     lengths = np.array([4, 6])  # padding: batch entry 0 has 4 real keys
     cases = {
-        "a random (T_q, T_k) mask": _some_true_per_row(rng, (T_q, T_k)),
+        "a random (T_q, T_k) mask": some_true_per_row(rng, (T_q, T_k)),
         "a (B, 1, 1, T_k) padding mask": (np.arange(T_k) < lengths[:, None])[:, None, None, :],
-        "a random (B, H, T_q, T_k) mask": _some_true_per_row(rng, (B, H, T_q, T_k)),
+        "a random (B, H, T_q, T_k) mask": some_true_per_row(rng, (B, H, T_q, T_k)),
     }
     for name, mask in cases.items():
         what = f"attention with {name}"
@@ -233,7 +219,7 @@ def attention_mask_far_scores(attention: Callable, seed: int = 8) -> None:
     Q = np.concatenate([np.full((T_q, 1), c), rng.normal(size=(T_q, d_k - 1))], axis=1)
     K = np.concatenate([np.full((T_k, 1), -c), rng.normal(size=(T_k, d_k - 1))], axis=1)
     V = rng.normal(size=(T_k, d_v))
-    mask = _some_true_per_row(rng, (T_q, T_k), p=0.5)
+    mask = some_true_per_row(rng, (T_q, T_k), p=0.5)
     what = "attention with a mask and scores around -2e4"
     out, w, exp_out, exp_w = _attention(attention, Q, K, V, mask, what=what)
     with explain(lambda: _hint(w, out, Q, K, V, mask)):
@@ -246,7 +232,7 @@ def attention_fully_masked_rows(attention: Callable, seed: int = 9) -> None:
     rng = np.random.default_rng(seed)
     T_q, T_k, d_k, d_v = 4, 5, 3, 2
     Q, K, V = rng.normal(size=(2, T_q, d_k)), rng.normal(size=(2, T_k, d_k)), rng.normal(size=(2, T_k, d_v))
-    mask = _some_true_per_row(rng, (2, T_q, T_k))
+    mask = some_true_per_row(rng, (2, T_q, T_k))
     mask[0, 1] = False
     mask[1, 3] = False
     what = "attention where queries (0, 1) and (1, 3) may attend to no key"
@@ -266,7 +252,7 @@ def attention_keeps_dtype(attention: Callable, seed: int = 10) -> None:
     rng = np.random.default_rng(seed)
     for dtype in (np.float32, np.float64):
         Q, K, V = (rng.normal(size=s).astype(dtype) for s in ((2, 3, 4), (2, 5, 4), (2, 5, 3)))
-        for mask in (None, _some_true_per_row(rng, (3, 5))):
+        for mask in (None, some_true_per_row(rng, (3, 5))):
             what = f"attention of {np.dtype(dtype).name} inputs" + ("" if mask is None else " with a mask")
             out, w, exp_out, exp_w = _attention(attention, Q, K, V, mask, what=what)
             for name, a in (("output", out), ("weights", w)):

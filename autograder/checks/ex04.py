@@ -20,6 +20,7 @@ from autograder.diagnose import positional_encoding_hint, shift_matrix_hint
 from autograder.reference import positional_encoding as ref
 from autograder.testing import call_learner as _call
 from autograder.testing import assert_close, expect_value_error, explain, fail
+from autograder.testing import check_array as _array
 
 ATOL = 1e-9
 # (T, d_model): tiny, odd multiples of 2, the paper's 512 and long sequences.
@@ -30,14 +31,6 @@ SHIFTS = [0, 1, 2, 5, 17, 100, 1000]
 NEGATIVE_SHIFTS = [-1, -2, -17, -300]
 
 
-
-
-def _array(value, shape: tuple[int, ...], what: str) -> np.ndarray:
-    if not isinstance(value, np.ndarray):
-        fail(f"{what} should be a numpy.ndarray, got {type(value).__name__}")
-    if value.shape != shape:
-        fail(f"{what} should have shape {shape}, got {value.shape}")
-    return value
 
 
 def _pe(fn: Callable, T: int, d_model: int, **kwargs) -> np.ndarray:

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from autograder.reference import transformer as ref
-from autograder.testing import assert_close, fail
+from autograder.testing import assert_close, call_learner, check_tensor, fail
 
 # (d_model, num_heads, d_ff) of the blocks the checks build.
 BLOCK_CONFIGS = [(16, 4, 32), (8, 2, 16), (12, 3, 20), (32, 4, 64)]
@@ -29,26 +29,13 @@ HELD_OUT_SEED = 20170612  # the held-out sequences of the accuracy check (not tr
 
 
 def _call(fn: Callable, *args, what: str, grad: bool = False, **kwargs):
-    """Call the learner's code; fail with a clear message when it raises."""
-    try:
-        with torch.set_grad_enabled(grad):
-            return fn(*args, **kwargs)
-    except NotImplementedError:
-        fail(f"{what}: not implemented yet (the stub raises NotImplementedError)")
-    except Exception as exc:  # noqa: BLE001 - a learner's code may raise anything
-        fail(f"{what}: raised {type(exc).__name__}: {exc}")
+    """The learner's code, with autograd on only when ``grad``."""
+    return call_learner(fn, *args, what=what, within=torch.set_grad_enabled(grad), **kwargs)
 
 
 def _tensor(out, shape: tuple, what: str) -> torch.Tensor:
-    if not isinstance(out, torch.Tensor):
-        fail(f"{what} should be a torch.Tensor, got {type(out).__name__}")
-    if tuple(out.shape) != shape:
-        fail(f"{what} should have shape {shape}, got {tuple(out.shape)}")
-    if out.dtype != torch.float32:
-        fail(f"{what} should be float32 for float32 weights, got {out.dtype}")
-    if not torch.isfinite(out).all():
-        fail(f"{what} contains NaN or infinity")
-    return out
+    """A finite float32 tensor of ``shape`` (the models' weights are float32)."""
+    return check_tensor(out, shape, what, dtype=torch.float32, finite=True)
 
 
 def make_block(TransformerBlock, d_model: int, num_heads: int, d_ff: int, dropout: float,

@@ -1,0 +1,68 @@
+"""Checks for ``ex05_torch_attention`` (scaled_dot_product_attention and MultiHeadAttention).
+
+Every call of the learner's code runs with torch's attention functions and modules
+replaced by functions that record the call and raise (:func:`forbid_torch_attention`), so
+code that delegates to ``F.scaled_dot_product_attention`` or ``nn.MultiheadAttention``
+earns no points. The oracles are torch's own functions, called outside that guard, and the
+reference in :mod:`autograder.reference.torch_attention`. Checks run on the CPU and, when
+one is present, on a CUDA device too. Values are compared in float64 after the type,
+shape and device checks; dtypes are checked only where they are the behaviour under test.
+
+Split by graded part: :mod:`.sdpa` (scaled_dot_product_attention), :mod:`.mha`
+(MultiHeadAttention) and :mod:`._common` (the guard, the reference scan, helpers). The
+released notebooks' hidden tests call ``ex05.<check>``: every check is importable from here.
+"""
+
+from autograder.checks.ex05._common import (
+    DEVICES,
+    _forbidden_references,
+    forbid_torch_attention,
+)
+from autograder.checks.ex05.mha import (
+    mha_does_not_call_torch_attention,
+    mha_fully_masked_rows,
+    mha_is_causal,
+    mha_key_value_default,
+    mha_masks,
+    mha_matches_torch,
+    mha_permutation_equivariant,
+    mha_rejects_indivisible,
+    mha_submodules,
+)
+from autograder.checks.ex05.sdpa import (
+    sdpa_bool_mask,
+    sdpa_does_not_call_torch_attention,
+    sdpa_dtype_and_device,
+    sdpa_float_mask,
+    sdpa_fully_masked_rows,
+    sdpa_half_precision,
+    sdpa_is_causal,
+    sdpa_masked_far_scores,
+    sdpa_matches_torch,
+    sdpa_rejects_bad_input,
+)
+
+__all__ = [
+    "DEVICES",
+    "forbid_torch_attention",
+    "_forbidden_references",
+    "sdpa_bool_mask",
+    "sdpa_does_not_call_torch_attention",
+    "sdpa_dtype_and_device",
+    "sdpa_float_mask",
+    "sdpa_fully_masked_rows",
+    "sdpa_half_precision",
+    "sdpa_is_causal",
+    "sdpa_masked_far_scores",
+    "sdpa_matches_torch",
+    "sdpa_rejects_bad_input",
+    "mha_does_not_call_torch_attention",
+    "mha_fully_masked_rows",
+    "mha_is_causal",
+    "mha_key_value_default",
+    "mha_masks",
+    "mha_matches_torch",
+    "mha_permutation_equivariant",
+    "mha_rejects_indivisible",
+    "mha_submodules",
+]
