@@ -149,6 +149,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         memory_mb=args.memory_mb,
         progress=not args.no_progress,
         late_penalty=args.late_penalty,
+        sandbox=not args.no_sandbox,
         force=args.force,
         regrade=tuple(args.regrade or ()),
     )
@@ -214,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
                             "source notebook or check code changed)")
     again.add_argument("--regrade", nargs="+", metavar="STUDENT",
                        help="regrade these students' submissions")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run learner code without the bubblewrap sandbox and its guard (only "
+                        "where no sandbox can start; said in the summary and grades.csv)")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("export", help="the grades to upload to a learning platform: one row "

@@ -34,6 +34,7 @@ def apply(
     cell_timeout: int = 60,
     late_penalty: str = "none",
     submitted_directory: str = "submitted",
+    sandbox: bool | None = None,
 ) -> None:
     """Fill nbgrader's traitlets config ``c`` for grading in ``workspace``.
 
@@ -46,6 +47,9 @@ def apply(
             timestamp.txt is after the assignment's due date: "none" or "zero".
         submitted_directory: where nbgrader autograde reads submissions, relative to the
             workspace (``python -m autograder grade`` grades copies in a staging folder).
+        sandbox: run each kernel in bubblewrap with the guard (:mod:`autograder.sandbox`);
+            None: as ``$AUTOGRADER_SANDBOX`` says ("1"/"0", set by ``grade``), else
+            whenever a sandbox can start here.
     """
     from autograder.grading.gradebook import db_url
 
@@ -88,8 +92,17 @@ def apply(
     c.FileNameCollectorPlugin.named_regexp = (
         r".*/(?P<student_id>[A-Za-z0-9.-]+)_(?P<file_id>[^/]+)\.ipynb$")
     # A kernel that dies (os._exit, segfault, memory cap) keeps the points earned before.
+    # In the sandbox, with the guard that reports tampering (issue 13).
+    if sandbox is None:
+        import os
+
+        from autograder.sandbox import sandbox_error
+
+        env = os.environ.get("AUTOGRADER_SANDBOX")
+        sandbox = env == "1" if env in ("0", "1") else sandbox_error() is None
     c.Autograde.autograde_preprocessors = [
-        "autograder.nbgrader_plugins.ResilientExecute",
+        "autograder.sandbox.GuardedExecute" if sandbox
+        else "autograder.nbgrader_plugins.ResilientExecute",
         "nbgrader.preprocessors.IgnorePattern",
         "nbconvert.preprocessors.ClearMetadataPreprocessor",
         "nbgrader.preprocessors.LimitOutput",

@@ -59,6 +59,15 @@ def output_events(autograded: Path) -> dict[str, list[str]]:
     return events
 
 
+def tampering_found(autograded: Path) -> str:
+    """What the kernel's guard reported (the first ``TamperingDetected`` error's text)."""
+    for c in nbformat.read(autograded, as_version=4).cells:
+        for out in c.get("outputs", []):
+            if out.get("ename") == "TamperingDetected":
+                return str(out.get("evalue", ""))
+    return ""
+
+
 def grade_one(api, sub: Submission, workspace: Path) -> Row:
     """Autograde one submission and generate its feedback in this process; return its row.
 
@@ -97,6 +106,10 @@ def grade_one(api, sub: Submission, workspace: Path) -> Row:
                                       "later tests scored 0")
     if "MemoryError" in errors:
         events[Status.OUT_OF_MEMORY] = f"MemoryError in {', '.join(errors['MemoryError'])}"
+    if "TamperingDetected" in errors:  # the sandbox's guard (autograder.kernel_guard)
+        found = tampering_found(workspace / "autograded" / sub.student_id / sub.assignment / name)
+        events[Status.TAMPERING] = "; ".join(filter(None, [events.get(Status.TAMPERING), (
+            f"{found}: {len(errors['TamperingDetected'])} test(s) from there on scored 0")]))
     if "CellTimeoutError" in errors:
         events[Status.TIMEOUT] = (f"cells stopped after the time limit: "
                                   f"{', '.join(errors['CellTimeoutError'])}")

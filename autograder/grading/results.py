@@ -58,13 +58,14 @@ class Row:
     detail: str = ""
     submission_sha256: str = ""
     feedback: str = ""  # the feedback HTML, relative to the workspace
-    tests: list[dict] = field(default_factory=list, repr=False)
+    sandbox: str = ""  # "bubblewrap", or "none" when graded with --no-sandbox
     late_penalty: float = 0.0  # nbgrader's late penalty, already taken off ``score``
     # Only in the workspace's side table (STATE_CSV), not in grades.csv:
     inputs_sha256: str = ""  # the regrade key: digest of the grade's inputs (grading.keys)
     inputs: str = ""  # those inputs as JSON, to say which one changed
     events: str = ""  # JSON {status: detail} found while grading, besides late and manual
     scored: bool = False  # its scores are in the gradebook (nbgrader autograde ran)
+    tests: list[dict] = field(default_factory=list, repr=False)
 
     @classmethod
     def from_dict(cls, data: dict) -> Row:

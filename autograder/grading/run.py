@@ -7,6 +7,7 @@ after every submission, derive ``grades.csv`` from the gradebook, print the summ
 from __future__ import annotations
 
 import json
+import os
 import queue
 import sys
 import threading
@@ -86,6 +87,7 @@ class ClassRun:
                 row.max_score = gradebook.max_score(self.workspace, row.assignment)
             values = self.inputs.get(row.key, {})
             row.inputs, row.inputs_sha256 = json.dumps(values), keys.digest(values)
+            row.sandbox = "none" if os.environ.get("AUTOGRADER_SANDBOX") == "0" else "bubblewrap"
             self.rows[row.key] = row
             self.save()
 
@@ -144,7 +146,8 @@ class ClassRun:
 
 def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeout: int = 60,
                 memory_mb: int = 4096, progress: bool = True, late_penalty: str = "none",
-                force: bool = False, regrade: tuple[str, ...] = ()) -> int:
+                sandbox: bool = True, force: bool = False,
+                regrade: tuple[str, ...] = ()) -> int:
     """Grade every submission under ``submissions``; write ``workspace/grades.csv``.
 
     A submission is graded when it has no final row yet or when an input of its grade
@@ -158,6 +161,14 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
     if not submissions.is_dir():
         print(f"error: {submissions} is not a folder of submissions", file=sys.stderr)
         return 2
+    from autograder.sandbox import sandbox_error
+
+    why = sandbox_error() if sandbox else None
+    if why:
+        print(f"error: the grading kernels cannot be sandboxed here: {why}. Learner code "
+              "would run with your rights; to grade anyway, add --no-sandbox", file=sys.stderr)
+        return 2
+    os.environ["AUTOGRADER_SANDBOX"] = "1" if sandbox else "0"  # read by the workers' config
     workspace = workspace.resolve()
     workspace.mkdir(parents=True, exist_ok=True)
     lock = FileLock(workspace / ".lock")
@@ -188,6 +199,9 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         # grades.csv, tests.csv and the summary from the gradebook (the one record).
         for line in derive(workspace)[1]:
             print(line)
+        print("kernels sandboxed with bubblewrap (no network, no course files)" if sandbox
+              else "WARNING: graded WITHOUT a sandbox (--no-sandbox): learner code ran with "
+                   "your rights; the sandbox column of grades.csv says 'none'")
         print(f"graded {len(run.todo)} submission(s) in {time.monotonic() - start:.1f} s; "
               f"{len(run.rows)} row(s) in {workspace / GRADES_CSV}")
         expected = {(s.student_id, s.assignment) for s in subs}

@@ -1,0 +1,338 @@
+"""Start a guarded grading kernel in the sandbox: ``python -m autograder.kernel_guard -f FILE``.
+
+Started by :class:`autograder.sandbox.SandboxedKernelManager` inside bubblewrap, before any
+learner code runs, this module:
+
+1. loads the checks of the assignment (``AUTOGRADER_ASSIGNMENT``) and everything they
+   import (the reference implementations, ``autograder.testing``...) from the sandbox's
+   private copy of the course package, then takes all of it out of ``sys.modules`` and
+   deletes the copy: from then on these *private* modules exist only as objects that the
+   guard's audit hook holds;
+2. imports fresh *public* copies of what the notebook's locked cells import
+   (``autograder.testing``, for ex07 the given building blocks) and, in place of each
+   ``autograder.checks.<exNN>``, a *facade* module whose functions hold no reference to the
+   real checks: each call goes through ``sys.audit("autograder.check", ...)`` to the hook,
+   which runs the private check;
+3. installs an audit hook (PEP 578; it cannot be removed) that reports to the grader, over
+   a pipe (``AUTOGRADER_CHANNEL``), every route learner code takes to the hidden code or
+   around it: importing or opening course modules and files, reading or replacing
+   ``__code__``/``__defaults__`` of course functions, ``gc``'s object graph, frames of a
+   running check, ctypes access to raw memory, a second audit hook; and every change to
+   the functions and classes of the modules loaded at start (numpy, torch, builtins, the
+   course's own), compared before and after each check and before each cell;
+4. starts ipykernel.
+
+A line on the channel is ``violation<TAB>what was found``. The grader
+(:class:`autograder.sandbox.GuardedExecute`) turns them into the status ``tampering``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Modules a learner's code may never import while graded (prefixes).
+BLOCKED = ("autograder.reference", "autograder.diagnose", "autograder.checks",
+           "autograder.grading", "autograder.kernel_guard", "autograder.sandbox",
+           "solutions")
+# Course modules the checks and the learner's cells share (one object, not two copies):
+# ex08's Rust glue, whose compiled functions the checks recognise by class.
+SHARED = ("autograder.rust",)
+# Snapshotted for changes: every module loaded at start whose top-level name is here.
+WATCHED_ROOTS = {"autograder", "numpy", "torch", "builtins", "math", "operator", "functools",
+                 "numbers", "types", "random", "copy", "itertools", "collections", "abc",
+                 "contextlib", "dis", "inspect", "tracemalloc", "gc", "warnings", "sys"}
+# Standard-library helpers through which learner code may act (skipped to find who acted).
+WRAPPERS = tuple(f"/{name}.py" for name in (
+    "inspect", "traceback", "linecache", "pathlib", "dis", "tokenize", "codecs", "_pyio",
+    "genericpath", "posixpath", "os", "io", "shutil", "pickle", "copy", "functools",
+    "json/__init__", "importlib/__init__", "pkgutil", "runpy", "glob", "fnmatch",
+    "IPython/core/interactiveshell"))  # IPython's open() in the user namespace
+VOLATILE = {"sys": {"last_type", "last_value", "last_traceback", "ps1", "ps2", "displayhook",
+                    "excepthook", "stdout", "stderr", "stdin", "modules", "path", "meta_path",
+                    "path_importer_cache", "argv", "_getframe"},
+            "builtins": {"_", "__", "___", "display", "get_ipython", "exit", "quit", "input", "raw_input",
+                         "__IPYTHON__", "copyright", "credits", "license", "help"}}
+
+
+def _snapshot(modules: dict) -> dict:
+    """{(module, name): id} of the functions, classes and modules each module holds, and of
+    the entries of the classes' own dicts."""
+    snap = {}
+    for modname, mod in modules.items():
+        skip = VOLATILE.get(modname, set())
+        try:
+            items = list(vars(mod).items())
+        except TypeError:
+            continue
+        for name, value in items:
+            if name in skip or name.startswith("__") and name not in ("__import__",
+                                                                      "__build_class__"):
+                continue
+            if callable(value) or type(value).__name__ == "module":
+                snap[(modname, name)] = id(value)
+                if isinstance(value, type) and getattr(value, "__module__", "") == modname:
+                    for k, v in list(vars(value).items()):
+                        if callable(v) or isinstance(v, (staticmethod, classmethod, property)):
+                            snap[(f"{modname}.{name}", k)] = id(v)
+    return snap
+
+
+def _setup() -> None:
+    import importlib
+    import shutil
+
+    assignment = os.environ.get("AUTOGRADER_ASSIGNMENT", "")
+    exposed = [m for m in os.environ.get("AUTOGRADER_EXPOSED", "").split(",") if m]
+    course_dir = os.environ["AUTOGRADER_COURSE_DIR"]
+    channel_path = os.environ["AUTOGRADER_CHANNEL"]
+    fd = os.open(channel_path, os.O_WRONLY)
+    os.unlink(channel_path)  # the grader holds the read end; nobody else opens a write end
+    fd_id = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
+    write, fstat, exit_now = os.write, os.fstat, os._exit
+
+    # 1. The private world: the assignment's checks and what they import.
+    short = assignment.split("_")[0]  # ex01_python_attention -> autograder.checks.ex01
+    checks_name = f"autograder.checks.{short}"
+    private_checks = importlib.import_module(checks_name) if assignment else None
+    private = {n: m for n, m in sys.modules.items() if (n == "autograder" or
+               n.startswith("autograder.")) and n not in SHARED}
+    for n in private:
+        del sys.modules[n]
+    importlib.invalidate_caches()
+
+    # 2. The public world: fresh copies of what the locked cells import; facades for checks.
+    import types
+
+    import autograder  # noqa: F401 - the public package
+    import autograder.memory  # noqa: F401
+    import autograder.testing  # noqa: F401
+
+    for name in exposed:  # e.g. ex07's given building blocks from autograder.reference
+        if name.startswith("autograder.reference") or not name.startswith(BLOCKED):
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the cell will report it
+                pass
+    checks_pkg = types.ModuleType("autograder.checks", "The course's checks (facades).")
+    checks_pkg.__path__ = []
+    sys.modules["autograder.checks"] = checks_pkg
+    autograder.checks = checks_pkg
+    facades = {}
+    if private_checks is not None:
+        facade = types.ModuleType(checks_name, private_checks.__doc__)
+        names = [n for n, v in vars(private_checks).items() if callable(v) and not
+                 n.startswith("_") and (getattr(v, "__module__", None) or "").startswith(
+                     checks_name)]  # also a package's (ex05.sdpa, ex05.mha) re-exports
+        for n in names:
+            ns = {"__builtins__": {}}  # the facade's globals: nothing to reach from them
+            exec(compile(
+                f"def {n}(*args, _audit=_audit, _mod={checks_name!r}, _name={n!r}, "
+                "**kwargs):\n"
+                "    box = []\n"
+                "    _audit('autograder.check', _mod, _name, args, kwargs, box)\n"
+                "    return box[0] if box else None\n", f"<check {checks_name}>", "exec"),
+                {"_audit": sys.audit, "__builtins__": {}}, ns)
+            fn = ns[n]
+            fn.__doc__ = getattr(private_checks, n).__doc__
+            fn.__module__ = checks_name
+            setattr(facade, n, fn)
+        sys.modules[checks_name] = facade
+        setattr(checks_pkg, short, facade)
+        facades[checks_name] = facade
+    # Decoys where the hidden modules were: whatever route reaches one (import, importlib,
+    # sys.modules, a parent's attribute) finds nothing, and reading from it is reported.
+    class Decoy(types.ModuleType):
+        def __getattr__(self, attr, _audit=sys.audit):
+            if not (attr.startswith("__") and attr.endswith("__")):
+                _audit("autograder.decoy", f"{self.__name__}.{attr}")
+            raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r}")
+
+    hidden = set(private) | {"autograder.reference", "autograder.diagnose"}
+    for name in sorted(hidden, key=lambda n: n.count(".")):
+        if name in sys.modules or name == "autograder" or name.startswith(
+                ("autograder.checks", "autograder.testing", "autograder.memory")):
+            continue
+        decoy = Decoy(name)
+        decoy.__path__ = []
+        sys.modules[name] = decoy
+        parent, _, child = name.rpartition(".")
+        if parent in sys.modules and not hasattr(sys.modules[parent], child):
+            setattr(sys.modules[parent], child, decoy)
+    shutil.rmtree(course_dir, ignore_errors=True)  # the course's files: gone from here on
+
+    watched = {n: m for n, m in sys.modules.items()
+               if n.split(".")[0] in WATCHED_ROOTS and m is not None}
+    baseline = {}  # taken before the first cell runs, once ipykernel has set itself up
+    trusted_prefixes = tuple({sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix),
+                              os.path.realpath(sys.base_prefix), "<frozen"})
+    course_prefix = course_dir
+    state = {"busy": 0, "in_check": 0}
+    reported = set()
+
+    def report(what: str) -> None:
+        if what in reported:
+            return
+        reported.add(what)
+        try:
+            st = fstat(fd)
+            if (st.st_dev, st.st_ino) != fd_id:
+                raise OSError("channel replaced")
+            write(fd, f"violation\t{what}\n".encode("utf-8", "replace"))
+        except OSError:
+            exit_now(86)  # the channel was closed or replaced: no grade without it
+
+    def is_learner(code) -> bool:
+        f = code.co_filename
+        return not f.startswith(trusted_prefixes) and not f.startswith(course_prefix) \
+            and not f.startswith("<check ")
+
+    own: set = set()  # the guard's own code objects, skipped when looking for the caller
+
+    def caller():
+        """The frame that performed the audited operation (below the guard's frames)."""
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code in own:
+            frame = frame.f_back
+        return frame
+
+    def direct_learner() -> bool:
+        """Whether learner code performed the operation itself, or through a standard
+        library helper that only passes it on (inspect, traceback, pathlib, ...)."""
+        frame = caller()
+        while frame is not None and (frame.f_code.co_filename.endswith(WRAPPERS) or
+                                     frame.f_code.co_filename.startswith("<frozen")):
+            frame = frame.f_back
+        return frame is not None and is_learner(frame.f_code)
+
+    def changes() -> list[str]:
+        if not baseline:
+            baseline.update(_snapshot(watched))
+            return []
+        now = _snapshot(watched)
+        return sorted(f"{m}.{n}" for (m, n), i in baseline.items() if now.get((m, n)) != i)
+
+    def verify(when: str) -> None:
+        changed = changes()
+        if changed:
+            report(f"changed {', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''} "
+                   f"(found {when})")
+
+    def course_function(obj) -> bool:
+        code = getattr(obj, "__code__", None)
+        return code is not None and not is_learner(code)
+
+    def hook(event: str, args: tuple) -> None:
+        if state["busy"]:
+            return
+        state["busy"] += 1
+        try:
+            _hook(event, args)
+        finally:
+            state["busy"] -= 1
+
+    def _hook(event: str, args: tuple) -> None:
+        if event == "autograder.check":
+            mod, name, a, kw, box = args
+            if mod not in facades or getattr(facades[mod], name, None) is None:
+                return
+            verify(f"before {name}")
+            fn = getattr(private_checks, name)
+            state["in_check"] += 1
+            state["busy"] -= 1  # audit the learner's code while the check runs
+            try:
+                box.append(fn(*a, **kw))
+            finally:
+                state["busy"] += 1
+                state["in_check"] -= 1
+                verify(f"after {name}")
+            return
+        if event == "exec":
+            code = args[0]
+            if "ipykernel_" in code.co_filename or code.co_filename.startswith("<ipython"):
+                verify("before a cell")
+            return
+        if event == "autograder.decoy":
+            if direct_learner():
+                report(f"reads {args[0]} (a hidden module)")
+            return
+        if event in ("import", "autograder.blocked_import"):
+            name = args[0] or ""
+            if name.startswith(BLOCKED) and name not in sys.modules:
+                report(f"imports {name}")
+                raise ModuleNotFoundError(f"No module named {name!r}")
+            return
+        if event == "open":
+            path = args[0]
+            if isinstance(path, (str, bytes)):
+                p = os.fsdecode(path)
+                if (p.startswith(course_prefix) or "/solutions/" in p or
+                        "/autograder/reference" in p or "/autograder/checks" in p) \
+                        and direct_learner():
+                    report(f"opens {p}")
+            return
+        if event == "sys.addaudithook":
+            report("adds an audit hook")
+            raise RuntimeError("audit hooks are not allowed while grading")
+        if event in ("object.__getattr__", "object.__setattr__", "object.__delattr__"):
+            obj, name = args[0], args[1]
+            if event == "object.__getattr__" and name in ("tb_frame", "gi_frame", "cr_frame",
+                                                          "ag_frame"):
+                frame = getattr(obj, name, None)
+                hidden = frame is not None and frame.f_code.co_filename.startswith(
+                    course_prefix)
+                if direct_learner() and (hidden or state["in_check"]):
+                    report(f"reads {name} of {'a check' if hidden else 'a running check'}")
+                return
+            if name in ("__code__", "__defaults__", "__kwdefaults__", "__globals__"):
+                if event == "object.__getattr__":
+                    if course_function(obj) and direct_learner():
+                        report(f"reads {getattr(obj, '__qualname__', '?')}.{name}")
+                elif (course_function(obj) or not hasattr(obj, "__code__")) and \
+                        direct_learner():
+                    report(f"replaces {getattr(obj, '__qualname__', '?')}.{name}")
+            return
+        if event in ("sys._getframe", "sys._current_frames"):
+            hidden = event == "sys._getframe" and args and \
+                args[0].f_code.co_filename.startswith(course_prefix)
+            if direct_learner() and (hidden or state["in_check"]):
+                report(f"{event} inside a check")
+            return
+        if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents"):
+            if direct_learner():
+                report(f"uses {event}")
+            return
+        if event in ("ctypes.cdata", "ctypes.addressof"):
+            if direct_learner():
+                report(f"{event} inside a check")
+            return
+
+    class BlockedFinder:
+        """Reports imports of the hidden modules that bypass the ``import`` audit event
+        (``importlib.import_module``); removing it gains nothing, the files are gone."""
+
+        @staticmethod
+        def find_spec(name, path=None, target=None, _audit=sys.audit):
+            if name.startswith(BLOCKED):
+                _audit("autograder.blocked_import", name)
+            return None
+
+    own.update(f.__code__ for f in (hook, _hook, caller, direct_learner, report, verify,
+                                    changes, course_function, is_learner,
+                                    BlockedFinder.find_spec, Decoy.__getattr__))
+    sys.meta_path.insert(0, BlockedFinder)
+    sys.addaudithook(hook)
+    write(fd, b"ready\n")
+
+
+def main() -> None:
+    os.dup2(2, 1)  # the process's own stdout is the grader's; kernel output goes over zmq
+    _setup()
+    from ipykernel.kernelapp import launch_new_instance
+
+    sys.argv[0] = "ipykernel_launcher"
+    launch_new_instance()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,14 @@
+"""Cheat (reading files): the solution notebook opened at the course folder's path.
+
+status: tampering
+fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python, test_kc1, test_kc2, test_kc3
+"""
+# %% scaled_dot_product_attention
+def scaled_dot_product_attention(Q, K, V):
+    import json
+
+    nb = json.load(open("{REPO}/solutions/ex01_python_attention/ex01_python_attention.ipynb"))
+    src = [c for c in nb["cells"] if "def scaled_dot_product_attention" in "".join(c["source"])]
+    ns = {}
+    exec("".join(src[0]["source"]), ns)
+    return ns["scaled_dot_product_attention"](Q, K, V)

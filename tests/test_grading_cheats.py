@@ -1,0 +1,153 @@
+"""Learners who try: cheating and escaping submissions graded in one class run (issue 13).
+
+``tests/cheats/<assignment>/NAME.py`` are submissions in the format of
+``tests/implementations`` (replacement solution cells after ``# %% <grade_id>``), with a
+``status:`` line besides ``fails:``. The cheats reach the reference, the solutions or the
+hidden checks, or change the check code, by every route the issue names (import,
+importlib, sys.modules, reading files, gc, frames, ``__code__``, ``__globals__``,
+``__defaults__``, setattr, a module's own dictionary, NumPy's comparison functions); each
+must get ``tampering`` and lose exactly the tests from the one it touched on. The escapes
+try to write into the course folder, the home folder, the workspace and the other
+submissions and to reach the network; after the run nothing may have been written outside
+the sandbox's scratch folders. Correct submissions in the same run keep full marks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import REPO, grade
+from submissions import (filled_notebook, parse_variant, reference_solutions, variants,
+                         write_submission)
+
+from autograder.sandbox import sandbox_error
+
+A = "ex01_python_attention"
+FULL = 14.0
+CHEATS = Path(__file__).parent / "cheats" / A
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cheats"),
+              pytest.mark.skipif(sandbox_error() is not None,
+                                 reason=f"no sandbox here: {sandbox_error()}")]
+
+
+def _cheats() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(CHEATS.glob("*.py"))}
+
+
+def _expected_status(path: Path) -> str:
+    m = re.search(r"^status:\s*(\S+)", path.read_text(encoding="utf-8"), flags=re.M)
+    assert m, f"{path} has no 'status:' line"
+    return m.group(1)
+
+
+def _digest(paths) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths if p.is_file()}
+
+
+def _course_files() -> list[Path]:
+    return sorted([*REPO.joinpath("autograder").rglob("*.py"),
+                   *REPO.joinpath("solutions").rglob("*.ipynb"),
+                   *REPO.joinpath("exercises").rglob("*.ipynb")])
+
+
+@pytest.fixture(scope="module")
+def cheat_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cheats")
+    subs, ws = root / "submitted", root / "ws"
+    expected = {"reference": (set(), "graded"), "correct_logsumexp": (set(), "graded")}
+    write_submission(subs, "reference", A, filled_notebook(A))
+    write_submission(subs, "correct_logsumexp", A,
+                     filled_notebook(A, parse_variant(variants(A)["correct_logsumexp"])[0]))
+    for name, path in _cheats().items():
+        cells, fails = parse_variant(path)
+        places = {"{REPO}": str(REPO), "{WORKSPACE}": str(ws), "{SUBMISSIONS}": str(subs),
+                  "{STUDENT}": name}
+        for gid, src in cells.items():
+            src = src.replace("{REFERENCE}", reference_solutions(A).get(gid, ""))
+            for k, v in places.items():
+                src = src.replace(k, v)
+            cells[gid] = src
+        write_submission(subs, name, A, filled_notebook(A, cells))
+        expected[name] = (fails, _expected_status(path))
+    ws.mkdir()
+    before = {"subs": _digest(sorted(subs.rglob("*"))),
+              "paths": sorted(str(p) for p in subs.rglob("*"))}
+    proc, rows, tests = grade(subs, ws, jobs=2, extra=["--no-progress"])
+    return expected, proc, rows, tests, before, subs, ws
+
+
+def test_every_submission_gets_a_row_in_one_sandboxed_run(cheat_run):
+    expected, proc, rows, _, _, _, _ = cheat_run
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(rows) == set(expected)
+    assert {r["sandbox"] for r in rows.values()} == {"bubblewrap"}
+    assert "sandboxed with bubblewrap" in proc.stdout
+
+
+@pytest.mark.parametrize("student", ["reference", "correct_logsumexp", *_cheats()])
+def test_status_and_the_tests_it_touched(cheat_run, student):
+    expected, _, rows, tests, _, _, _ = cheat_run
+    fails, status = expected[student]
+    row = rows[student]
+    assert row["status"] == status, row
+    lost = {t for t, r in tests[student].items() if float(r["score"] or 0) < float(r["max_score"])}
+    assert lost == fails, (row["detail"], sorted(lost))
+    if status == "tampering":
+        assert "test(s) from there on scored 0" in row["detail"], row["detail"]
+
+
+def test_tampering_detail_names_the_route(cheat_run):
+    """The detail an instructor reviews says what the guard found, per kind of route."""
+    _, _, rows, _, _, _, _ = cheat_run
+    routes = {"import_in_function": "imports autograder.reference",
+              "importlib_joined_name": "autograder.reference",
+              "sys_modules_lookup": "hidden module", "sys_modules_scan": "hidden module",
+              "reads_reference_file": "opens", "reads_solution_notebook": "opens",
+              "gc_get_objects": "gc.get_objects", "gc_referents": "gc.get_referents",
+              "frame_globals": "sys._getframe", "code_swap_importlib": "__code__",
+              "code_swap_object_setattr": "check_answer.__code__",
+              "defaults_swap": "__kwdefaults__", "globals_swap": "autograder.testing.math",
+              "setattr_module": "autograder.testing.check_answer",
+              "module_dict_write": "math.isclose", "monkeypatch_numpy_compare": "numpy.",
+              "escapes_course_folder": "opens"}
+    for student, text in routes.items():
+        assert text in rows[student]["detail"], (student, rows[student]["detail"])
+
+
+def test_nothing_written_outside_the_scratch_folders(cheat_run):
+    _, _, _, _, before, subs, ws = cheat_run
+    # (Other work may edit the course while this runs: look for the escapes' own writes.)
+    assert [str(p) for p in _course_files() if p.read_bytes().endswith(b"escaped\n")] == []
+    assert _digest(sorted(p for p in subs.rglob("*") if str(p) in before["subs"])) == \
+        before["subs"], "a submission changed"
+    assert sorted(str(p) for p in subs.rglob("*")) == before["paths"], "a file was added"
+    places = [REPO, REPO / "autograder", REPO / "solutions", Path.home(), Path("/root"),
+              Path("/tmp")]
+    escaped = [str(p) for d in places for p in d.glob("ESCAPED-*")]
+    escaped += [str(p) for p in ws.rglob("ESCAPED-*")]
+    assert escaped == []
+    assert not (ws / "gradebook.db").read_bytes().endswith(b"escaped\n")
+
+
+def test_no_network_from_the_kernel(cheat_run):
+    _, _, rows, _, _, _, ws = cheat_run
+    nb = nbformat.read(ws / "autograded" / "escapes_write_and_network" / A / f"{A}.ipynb", 4)
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "NETWORK-REACHED" not in text
+
+
+def test_without_a_sandbox_grade_refuses_unless_told(tmp_path):
+    """No sandbox can start (bwrap missing): refused; --no-sandbox grades and says so."""
+    write_submission(tmp_path / "subs", "s", A, filled_notebook(A))
+    env = {"AUTOGRADER_BWRAP": str(tmp_path / "no-such-bwrap")}
+    proc, rows, _ = grade(tmp_path / "subs", tmp_path / "ws", jobs=1, env=env)
+    assert proc.returncode == 2 and "--no-sandbox" in proc.stderr and not rows
+    proc, rows, _ = grade(tmp_path / "subs", tmp_path / "ws", jobs=1, env=env,
+                          extra=["--no-sandbox", "--no-progress"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rows["s"]["sandbox"] == "none" and float(rows["s"]["score"]) == FULL
+    assert "WITHOUT a sandbox" in proc.stdout
