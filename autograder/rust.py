@@ -69,6 +69,9 @@ SIGNATURES = {
 class RustcNotFound(RuntimeError):
     """No Rust compiler on this machine; the message says how to install one."""
 
+    def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
+        return [f"RustcNotFound: {self}"]
+
 
 class RustCompileError(Exception):
     """rustc rejected the source; ``str(error)`` is rustc's message."""
@@ -326,8 +329,8 @@ def _render(stderr: str, glue_file: str) -> str:
         if any(s.get("file_name") == glue_file for s in d.get("spans", [])):
             wanted = [sig for name, sig in SIGNATURES.items() if name in text]
             wanted = wanted or list(SIGNATURES.values())
-            text = (f"error: the course calls your function with this signature; keep it "
-                    f"exactly (rustc reports the mismatch in the course's glue):\n    "
+            text = ("error: the course calls your function with this signature; keep it "
+                    "exactly (rustc reports the mismatch in the course's glue):\n    "
                     + "\n    ".join(wanted) + "\n\n" + text)
         parts.append(text.rstrip())
     return "\n\n".join(parts)
@@ -571,4 +574,3 @@ def load_ipython_extension(ipython) -> None:
     """``%load_ext autograder.rust``: register the cell magic ``%%rust``."""
     cells = RustCells(ipython)
     ipython.register_magic_function(cells.run, magic_kind="cell", magic_name="rust")
-    ipython.user_ns.setdefault("_rust_cells", cells)
