@@ -269,3 +269,14 @@ def test_every_status_has_a_row_on_the_contract_page(repo):
     text = (repo / "contract.md").read_text(encoding="utf-8")
     missing = [s.value for s in Status if f"| `{s.value}` |" not in text]
     assert not missing, f"contract.md has no row for the statuses {missing}"
+
+
+def test_grading_the_staging_folder_is_refused(tmp_path, capsys):
+    """The staging folder is the grader's own: grading it would replace its input."""
+    from autograder.grading.run import grade_class
+
+    ws = tmp_path / "ws"
+    path = write_submission(ws / autograde.STAGED, "s", A, filled_notebook(A))
+    assert grade_class(ws / autograde.STAGED, ws, progress=False) == 2
+    assert "staging folder" in capsys.readouterr().err
+    assert path.is_file()

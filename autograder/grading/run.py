@@ -17,6 +17,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from autograder.grading import gradebook, keys
+from autograder.grading.autograde import STAGED
 from autograder.grading.pool import Worker
 from autograder.grading.release import ensure_released, source_notebook, write_config
 from autograder.grading.record import derive, derive_rows
@@ -160,6 +161,11 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
     """
     if not submissions.is_dir():
         print(f"error: {submissions} is not a folder of submissions", file=sys.stderr)
+        return 2
+    staged = workspace.resolve() / STAGED
+    if submissions.resolve() == staged or staged in submissions.resolve().parents:
+        print(f"error: {submissions} is the grader's own staging folder; grade the "
+              "submissions themselves (for instance the workspace's submitted/)", file=sys.stderr)
         return 2
     from autograder.sandbox import sandbox_error
 
