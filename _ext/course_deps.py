@@ -7,9 +7,10 @@ the cache key cover the chapter's dependencies:
 
 - When Sphinx reads a MyST notebook (``source-read``), it finds the chapter's dependencies:
   the course's modules its code cells import (``import autograder...``,
-  ``from autograder... import ...``), transitively (the modules those import, and the
-  ``__init__.py`` of every package on the way); the files it shows with ``{literalinclude}``
-  or ``{include}``; and ``requirements.txt``.
+  ``from autograder... import ...``), transitively (the modules those import, also inside
+  their functions, and the ``__init__.py`` of every package on the way with what those
+  import at import time); the files it shows with ``{literalinclude}`` or ``{include}``;
+  and ``requirements.txt``.
 - It appends one hidden code cell (tag ``remove-cell``) holding a SHA-256 digest of those
   files' contents. jupyter-cache hashes that cell like any other, so a changed dependency
   changes the cache key and the chapter runs again; an unchanged one hits the cache.
@@ -65,11 +66,24 @@ def _module_files(name: str, roots: dict[str, Path]) -> list[Path]:
     return files
 
 
-def _imported_names(tree: ast.AST, package: str | None) -> set[str]:
-    """Absolute module names imported anywhere in ``tree`` (``from X import y`` gives X and
-    X.y, since y may be a submodule); relative imports are resolved against ``package``."""
+def _nodes(tree: ast.AST, in_functions: bool):
+    """The nodes of ``tree``; without ``in_functions``, only those that run at import time
+    (function bodies are skipped: their imports run only when the function is called)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if in_functions or not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                      ast.Lambda)):
+                todo.append(child)
+
+
+def _imported_names(tree: ast.AST, package: str | None, in_functions: bool = True) -> set[str]:
+    """Absolute module names imported in ``tree`` (``from X import y`` gives X and X.y, since
+    y may be a submodule); relative imports are resolved against ``package``."""
     names = set()
-    for node in ast.walk(tree):
+    for node in _nodes(tree, in_functions):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -102,25 +116,33 @@ def _cell_imports(text: str) -> set[str]:
 
 
 def dependencies(text: str, source: Path, packages: list[str], files: list[Path]) -> list[Path]:
-    """Every file that chapter ``text`` (stored at ``source``) depends on, sorted."""
+    """Every file that chapter ``text`` (stored at ``source``) depends on, sorted.
+
+    A module the chapter names in an import counts with everything it imports, also inside
+    its functions (the chapter may call them). A package's ``__init__.py`` counts with
+    what it imports at import time.
+    """
     roots = {top: d for top in packages if (d := _package_dir(top)) is not None}
-    todo = [n for n in _cell_imports(text) if n.split(".")[0] in roots]
-    seen_modules, deps = set(), set()
+    # (module name, whether its function-level imports count)
+    todo = [(n, True) for n in _cell_imports(text) if n.split(".")[0] in roots]
+    done: dict[Path, bool] = {}
     while todo:
-        name = todo.pop()
-        if name in seen_modules:
-            continue
-        seen_modules.add(name)
-        for path in _module_files(name, roots):
-            if path in deps:
+        name, called = todo.pop()
+        files_of = _module_files(name, roots)
+        for i, path in enumerate(files_of):
+            # a package's __init__.py counts with its import-time imports only
+            full = called and i == len(files_of) - 1 and path.stem != "__init__"
+            if path in done and (done[path] or not full):
                 continue
-            deps.add(path)
+            done[path] = full
             rel = path.relative_to(roots[name.split(".")[0]].parent).with_suffix("")
             module = ".".join(rel.parts)
             package = module[: -len(".__init__")] if module.endswith(".__init__") \
                 else module.rpartition(".")[0]
             tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-            todo += [n for n in _imported_names(tree, package) if n.split(".")[0] in roots]
+            todo += [(n, full) for n in _imported_names(tree, package, full)
+                     if n.split(".")[0] in roots]
+    deps = set(done)
     for target in INCLUDE.findall(text):
         path = (source.parent / target).resolve()
         if path.is_file():

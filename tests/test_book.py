@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -113,13 +114,15 @@ def _build(book: Path, env: dict) -> tuple[int, str]:
 
 
 def test_changed_module_reexecutes_its_chapters_only(tmp_path):
-    """Case 004: on a warm cache, a reference module edited so that chapter 2's claim
-    (softmax weights sum to 1) breaks fails the build; reverted, the book builds again from
-    the cache, and chapter 3, which does not import that module, is never re-read."""
+    """Case 004: on a warm cache, a reference module edited so that softmax weights sum to
+    1/2 fails the build (chapter 1, which imports it, checks that the soft lookup with
+    beta = 0 returns the mean of the values; chapter 2, the case's own example, pulls in the
+    Rust toolchain, so chapter 1 keeps this test light); reverted, the book builds again
+    from the cache, and chapter 3, which does not import that module, is never re-read."""
     from test_chapter_claims import mini_book
 
     chapters = {name: (REPO / "chapters" / f"{name}.md").read_text(encoding="utf-8")
-                for name in ("02_scaled_dot_product_attention", "03_why_sqrt_dk")}
+                for name in ("01_from_recurrence_to_attention", "03_why_sqrt_dk")}
     book = mini_book(tmp_path, chapters, package=True)
     env = {"PYTHONPATH": str(book)}  # the kernel imports the copy of autograder/
     module = book / "autograder" / "reference" / "python_attention.py"
@@ -138,16 +141,46 @@ def test_changed_module_reexecutes_its_chapters_only(tmp_path):
     rc, out = _build(book, env)
     assert rc != 0, out[-4000:]
     assert "AssertionError" in out, out[-4000:]
-    assert "0 added, 1 changed, 0 removed" in out, out[-4000:]  # chapter 2 only
+    assert "0 added, 1 changed, 0 removed" in out, out[-4000:]  # chapter 1 only
     assert _executed(out) == 1, out[-4000:]
 
     rc, out = _build(book, env)  # a failure is not cached: the same build fails again
     assert rc != 0 and "AssertionError" in out, out[-4000:]
 
     # A failed build makes Sphinx delete its saved environment, so the next build re-reads
-    # every page; both notebooks come from the cache (chapter 2's earlier, correct run).
+    # every page; both notebooks come from the cache (chapter 1's earlier, correct run).
     module.write_text(good, encoding="utf-8")
     rc, out = _build(book, env)
     assert rc == 0, out[-4000:]
     assert _executed(out) == 0, out[-4000:]
     assert out.count("Using cached notebook") == 2, out[-4000:]
+
+
+def test_chapter_dependencies_are_found():
+    """What _ext/course_deps.py counts as a chapter's dependencies: the course modules its
+    cells import (with the package __init__ files on the way), its literalincluded files and
+    requirements.txt; not the modules of other chapters, nor imports inside functions of a
+    package __init__'s imports."""
+    sys.path.insert(0, str(REPO / "_ext"))
+    try:
+        import course_deps
+    finally:
+        sys.path.remove(str(REPO / "_ext"))
+    ref = REPO / "autograder" / "reference"
+
+    def deps(name):
+        path = REPO / "chapters" / f"{name}.md"
+        return set(course_deps.dependencies(path.read_text(encoding="utf-8"), path,
+                                            ["autograder"], [REPO / "requirements.txt"]))
+
+    two, three = deps("02_scaled_dot_product_attention"), deps("03_why_sqrt_dk")
+    assert {ref / "python_attention.py", ref / "__init__.py", REPO / "autograder" / "__init__.py",
+            REPO / "requirements.txt"} <= two
+    assert ref / "scaling.py" in three and ref / "python_attention.py" not in three
+    assert {ref / "torch_attention.py", ref / "positional_encoding.py",
+            ref / "transformer.py"} <= deps("07_transformer_block")
+    assert REPO / "autograder" / "grading" / "gradebook.py" not in three  # a lazy import only
+    for chapter in (REPO / "chapters").glob("*.md"):
+        text = chapter.read_text(encoding="utf-8")
+        for target in re.findall(r"\{literalinclude\}\s+(\S+)", text):
+            assert (chapter.parent / target).resolve() in deps(chapter.stem), (chapter, target)

@@ -15,7 +15,8 @@ with the course's conventions (the grading contract, `contract.md` in the book):
 - ``is_causal=True`` lets query ``i`` see keys ``0..i`` (top-left aligned, the lower
   triangle of a (L, S) matrix of ones, as torch does when L != S);
 - a query row with no key to attend to gets zero weights and a zero output, never NaN
-  (torch's built-in returns NaN there);
+  (as :func:`torch.nn.functional.scaled_dot_product_attention` does in the pinned torch,
+  2.13; :class:`torch.nn.MultiheadAttention` and a plain masked softmax return NaN there);
 - the scale is 1/sqrt(d_k);
 - float16 and bfloat16 inputs are computed in float32 and returned in the input dtype.
 
