@@ -9,9 +9,11 @@ import json
 import math
 import sys
 
+import pytest
 from conftest import REPO, run
 
 SCRIPT = REPO / "benchmarks" / "bench_attention.py"
+pytestmark = pytest.mark.slow  # runs the benchmark scripts
 KEYS = {"benchmark", "metric", "ratio", "baseline", "candidate", "baseline_value",
         "candidate_value", "unit", "params", "quick", "run", "timestamp", "machine"}
 

@@ -21,6 +21,7 @@ from autograder.config import EXERCISES, SOLUTIONS
 from autograder.notebook import grade_id, is_manual_cell, is_test_cell
 
 ASSIGNMENTS = sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir())
+pytestmark = pytest.mark.slow  # runs notebooks in kernels
 EX01 = "ex01_python_attention"
 
 

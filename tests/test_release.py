@@ -20,6 +20,7 @@ def test_every_assignment_is_released():
     assert sorted(p.name for p in EXERCISES.iterdir() if p.is_dir()) == ASSIGNMENTS
 
 
+@pytest.mark.slow  # nbgrader generate_assignment for every exercise
 def test_exercises_match_a_fresh_release(tmp_path):
     """Drift test: regenerate every learner notebook and compare with the committed one."""
     proc = run([sys.executable, "-m", "autograder", "release", "--to", str(tmp_path)])
