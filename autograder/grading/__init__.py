@@ -19,4 +19,8 @@ command does and what each status means):
 - :mod:`~autograder.grading.release`: generate_assignment; the only writer of the
   workspace's ``nbgrader_config.py``.
 - :mod:`~autograder.grading.summary`: the summary printed and plotted after a run.
+- :mod:`~autograder.grading.keys`: what a grade depends on, its digest (when to regrade).
+- :mod:`~autograder.grading.record`: one record: the CSV files derived from the gradebook.
+- :mod:`~autograder.grading.export`: the file to upload to a learning platform.
+- :mod:`~autograder.grading.manual`: manual grading without a browser.
 """
