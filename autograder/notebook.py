@@ -112,8 +112,10 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def error_location(cell, output) -> str:
     """Where a cell's error happened, in the learner's own words: ``line N: <code>``."""
+    from autograder.grading.tampering import _python_source  # %%rust and other magics
+
     try:
-        ast.parse(cell.source)
+        ast.parse(_python_source(cell.source))
     except SyntaxError as exc:
         line = (exc.text or "").strip() or cell.source.splitlines()[(exc.lineno or 1) - 1].strip()
         return f"SyntaxError: {exc.msg} (line {exc.lineno}: {line})"

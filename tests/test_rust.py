@@ -210,3 +210,18 @@ def test_missing_rustc_says_how_to_install_it(monkeypatch, tmp_path):
     assert rust.find_rustc() is None
     with pytest.raises(rust.RustcNotFound, match="rustup.rs.*apt-get install rustc"):
         rust.compile_rust([S("cell_softmax.rs", SOFTMAX)])
+
+
+def test_check_names_a_rust_compile_error_not_a_python_syntax_error():
+    """`check` lists cells that raised; a %%rust cell is not Python, so its error is rustc's."""
+    from autograder.notebook import cell_errors
+
+    meta = {"nbgrader": {"grade": False, "grade_id": "softmax", "locked": False,
+                         "schema_version": 3, "solution": True, "task": False}}
+    cell = nbformat.v4.new_code_cell("%%rust\nfn softmax(row: &[f64]) -> f64 { 1 }",
+                                     metadata=meta)
+    cell.outputs = [nbformat.v4.new_output(
+        "error", ename="RustCompileError", evalue="error[E0308]: mismatched types\n --> ...",
+        traceback=["RustCompileError: rustc could not compile the Rust code:"])]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    assert cell_errors(nb) == [(0, "softmax", "RustCompileError: error[E0308]: mismatched types")]
