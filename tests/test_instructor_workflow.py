@@ -1,168 +1,288 @@
-"""The instructor's whole workflow with nbgrader's own commands beside ours (issue 7).
+"""The instructors page (``instructors.md``) walked through, command by command, on a small
+class (issue 12): collect two zips with ``nbgrader zip_collect``, set a due date, grade, move
+the due date, fix a hidden test, grade again, grade the written answers with ``manual``,
+regenerate feedback and export, asserting the values after every step and that grading
+never changed a submitted file.
 
-release (nbgrader generate_assignment) -> collect a zip from a learning platform
-(nbgrader zip_collect) -> autograde (python -m autograder grade; plain nbgrader autograde
-still works) -> late penalty (nbgrader's LateSubmissionPlugin) -> manual grading of a
-written answer (the gradebook formgrader writes to) -> feedback -> export.
+Each command run here is copied from the page (the test fails if the page no longer has
+it), with only the sample values (assignment id, date, file names) changed. It runs in a
+course folder of its own whose ``nbgrader_config.py`` is the repository's with the
+workspace in that folder, and with a copy of the exercise sources
+(``$AUTOGRADER_SOLUTIONS``) in which one hidden test of ex01 is wrong until the "fix".
 """
 
 from __future__ import annotations
 
 import csv
+import os
+import shutil
+import subprocess
 import sys
 import zipfile
 
 import nbformat
 import pytest
-from conftest import grade, run
+from conftest import REPO
 from submissions import filled_notebook, parse_variant, variants
 
-from autograder.config import SOLUTIONS
+from autograder.notebook import nbgrader_meta
 
-A = "ex01_python_attention"
+A, B = "ex01_python_attention", "ex03_scaling"
+BROKEN = "test_softmax_stable"  # its hidden part wrongly fails for everyone until fixed
+BUG = '    assert False, "a wrong hidden check"\n'
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("workflow")]
+PAGE = (REPO / "instructors.md").read_text(encoding="utf-8")
 
 
-def nbgrader(*args, cwd):
-    proc = run([sys.executable, "-m", "nbgrader", *args], cwd=cwd)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
-
-
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    """A workspace after collecting a zip of 3 submissions and grading them."""
-    ws = tmp_path_factory.mktemp("course") / "ws"
-    archive = ws / "downloaded" / A / "archive"
-    archive.mkdir(parents=True)
-    wrong = filled_notebook(A, parse_variant(variants(A)["attention_no_scale"])[0])
-    with zipfile.ZipFile(archive / "lms-export.zip", "w") as z:
-        z.writestr(f"alice_{A}.ipynb", nbformat.writes(filled_notebook(A)))
-        z.writestr(f"bob_{A}.ipynb", nbformat.writes(wrong))
-        z.writestr(f"carol_{A}.ipynb", nbformat.writes(filled_notebook(A)))
-    # The workspace's config, as `python -m autograder grade` writes it, then release.
-    proc, rows, _ = grade(tmp_path_factory.mktemp("empty"), ws)
-    assert proc.returncode == 0, proc.stderr
-    nbgrader("generate_assignment", A, "--force", cwd=ws)
-    nbgrader("zip_collect", A, cwd=ws)
-    for s in ("alice", "bob", "carol"):
-        assert (ws / "submitted" / s / A / f"{A}.ipynb").is_file()
-    # carol submitted two hours after the due date
-    nbgrader("db", "assignment", "add", A, "--duedate=2026-01-01 12:00:00 UTC", cwd=ws)
-    (ws / "submitted" / "carol" / A / "timestamp.txt").write_text("2026-01-01 14:00:00 UTC")
-    (ws / "submitted" / "alice" / A / "timestamp.txt").write_text("2026-01-01 11:00:00 UTC")
-    # Other names a collection leaves: dave's only notebook is attempt1.ipynb; erin's folder
-    # holds her notebook and an older attempt beside it.
-    (ws / "submitted" / "dave" / A).mkdir(parents=True)
-    (ws / "submitted" / "dave" / A / "attempt1.ipynb").write_text(
-        nbformat.writes(filled_notebook(A)), encoding="utf-8")
-    (ws / "submitted" / "erin" / A).mkdir(parents=True)
-    (ws / "submitted" / "erin" / A / f"{A}.ipynb").write_text(
-        nbformat.writes(filled_notebook(A)), encoding="utf-8")
-    (ws / "submitted" / "erin" / A / "attempt1.ipynb").write_text(nbformat.writes(wrong),
-                                                                  encoding="utf-8")
-    before = _snapshot(ws / "submitted")
-    proc, rows, tests = grade(ws / "submitted", ws,
-                              extra=["--late-penalty", "zero", "--timeout", "7"])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return ws, rows, tests, before
+def page(command: str, **values: str) -> str:
+    """``command`` as the page has it, with sample values replaced (old=new)."""
+    assert command in PAGE, f"the instructors page no longer has: {command}"
+    for old, new in values.items():
+        command = command.replace(old, new)
+    return command
 
 
 def _snapshot(folder):
-    """Relative path -> bytes of every file under ``folder``."""
     return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*"))
             if p.is_file()}
 
 
-def test_grading_never_changes_its_input(course):
-    """Submissions in the workspace's own submitted/ (where zip_collect puts them) are
-    only read: every file is still there, byte for byte, and nothing was added."""
-    ws, rows, _, before = course
-    notebooks = {str(p) for p in before if p.suffix == ".ipynb"}
-    assert notebooks == {f"{s}/{A}/{A}.ipynb" for s in ("alice", "bob", "carol", "erin")} | {
-        f"dave/{A}/attempt1.ipynb", f"erin/{A}/attempt1.ipynb"}
-    after = _snapshot(ws / "submitted")
-    assert sorted(after) == sorted(before)
-    changed = [str(p) for p in before if after[p] != before[p]]
-    assert not changed, f"grading changed its input: {changed}"
-    assert float(rows["dave"]["score"]) == 14.0 and rows["dave"]["status"] == "graded"
-    assert float(rows["erin"]["score"]) == 14.0 and rows["erin"]["status"] == "graded"
+def _rows(path):
+    with path.open(encoding="utf-8") as f:
+        return {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
 
 
-def test_workspace_config_keeps_the_grading_options(course):
-    """nbgrader's own commands in the workspace read grade's --timeout and --late-penalty."""
-    ws = course[0]
+class Course:
+    """A course folder with its own workspace .grading/; runs the page's commands in it."""
+
+    def __init__(self, root, solutions, ws=None):
+        self.root, self.ws = root, ws or root / ".grading"
+        self.env = dict(os.environ, AUTOGRADER_SOLUTIONS=str(solutions),
+                        PYTHONPATH=str(REPO),
+                        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+        self.log: list[str] = []
+
+    def sh(self, command: str) -> str:
+        proc = subprocess.run(["bash", "-c", command], cwd=self.root, env=self.env,
+                              capture_output=True, text=True, timeout=1200)
+        self.log.append(f"$ {command}\n{proc.stdout}")
+        assert proc.returncode == 0, f"$ {command}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+        return proc.stdout
+
+    def grades(self):
+        return _rows(self.ws / "grades.csv")
+
+
+def _hidden_cell(nb, grade_id):
+    return next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id)
+
+
+@pytest.fixture(scope="module")
+def term(tmp_path_factory):
+    """Run the term; return (course, {step: grades.csv rows}, {step: output}, inputs)."""
+    tmp = tmp_path_factory.mktemp("term")
+    solutions = tmp / "solutions"
+    for a in (A, B):
+        shutil.copytree(REPO / "solutions" / a, solutions / a)
+    source = solutions / A / f"{A}.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    cell = _hidden_cell(nb, BROKEN)
+    fixed_source = cell.source
+    cell.source = cell.source.replace("### BEGIN HIDDEN TESTS\n", "### BEGIN HIDDEN TESTS\n" + BUG)
+    assert cell.source != fixed_source
+    nbformat.write(nb, source)
+    root = tmp / "course"
+    root.mkdir()
+    (root / "nbgrader_config.py").write_text(
+        "from autograder.config import apply\n\n"
+        f"apply(get_config(), {str(root / '.grading')!r})\n", encoding="utf-8")
+    wrong = filled_notebook(A, parse_variant(variants(A)["attention_no_scale"])[0])
+    with zipfile.ZipFile(root / "class-export.zip", "w") as z:
+        z.writestr(f"alice_{A}.ipynb", nbformat.writes(filled_notebook(A)))
+        z.writestr(f"bob_{A}.ipynb", nbformat.writes(wrong))
+        z.writestr(f"carol_{A}.ipynb", nbformat.writes(filled_notebook(A)))
+        z.writestr(f"dave_{A}.ipynb", nbformat.writes(filled_notebook("ex02_numpy_attention")))
+    with zipfile.ZipFile(root / "ex03-export.zip", "w") as z:
+        z.writestr(f"alice_{B}.ipynb", nbformat.writes(filled_notebook(B)))
+        z.writestr(f"bob_{B}.ipynb", nbformat.writes(filled_notebook(B)))
+        z.writestr(f"erin_{B}.ipynb", '{"cells": [')
+    (root / "roster.csv").write_text("student_id,name\n" + "".join(
+        f"{s},{s.title()}\n" for s in ("alice", "bob", "carol", "dave", "erin", "frank")))
+    course, rows, out = Course(root, solutions), {}, {}
+
+    # 2. Collect
+    for a, archive in ((A, "class-export.zip"), (B, "ex03-export.zip")):
+        course.sh(page("mkdir -p .grading/downloaded/ex01_python_attention/archive",
+                       ex01_python_attention=a))
+        course.sh(page("cp class-export.zip .grading/downloaded/ex01_python_attention/archive/",
+                       **{"class-export.zip": archive, "ex01_python_attention": a}))
+        course.sh(page("nbgrader zip_collect ex01_python_attention", ex01_python_attention=a))
+    submitted = course.ws / "submitted"
+    (submitted / "alice" / A / "timestamp.txt").write_text("2026-12-01 16:00:00 UTC")
+    (submitted / "carol" / A / "timestamp.txt").write_text("2026-12-01 18:30:00 UTC")
+    inputs = _snapshot(submitted)
+
+    # 3. Autograde with a due date: carol is 1.5 h late
+    set_due = 'nbgrader db assignment add ex01_python_attention --duedate="2026-12-01 17:00:00 UTC"'
+    grade = "python -m autograder grade .grading/submitted --workspace .grading --late-penalty zero"
+    course.sh(page(set_due))
+    out["first"] = course.sh(page(grade))
+    rows["first"] = course.grades()
+    assert _snapshot(submitted) == inputs, "the first grading run changed its input"
+
+    # ... the due date moves a day later
+    course.sh(page(set_due, **{"2026-12-01 17:00:00": "2026-12-02 17:00:00"}))
+    out["moved"] = course.sh(page(grade))
+    rows["moved"] = course.grades()
+    assert _snapshot(submitted) == inputs
+
+    # ... the wrong hidden test is fixed in the source
+    nb = nbformat.read(source, as_version=4)
+    _hidden_cell(nb, BROKEN).source = fixed_source
+    nbformat.write(nb, source)
+    out["fixed"] = course.sh(page(grade))
+    rows["fixed"] = course.grades()
+    assert _snapshot(submitted) == inputs
+
+    # 4. The written answers
+    out["list"] = course.sh(page("python -m autograder manual list ex03_scaling --workspace .grading"))
+    out["score"] = course.sh(page(
+        'python -m autograder manual score alice ex03_scaling derivation 2 --comment '
+        '"Right variance; say why the terms are independent." --workspace .grading'))
+    rows["manual"] = course.grades()
+
+    # 5. Feedback and export
+    course.sh(page("nbgrader generate_feedback ex03_scaling --force"))
+    out["export"] = course.sh(page(
+        "python -m autograder export --workspace .grading --roster roster.csv "
+        "--out grades-upload.csv"))
+    rows["export"] = _rows(root / "grades-upload.csv")
+    assert _snapshot(submitted) == inputs
+    return course, rows, out, inputs
+
+
+def test_collect_puts_each_notebook_in_the_layout_grade_reads(term):
+    course, _, _, inputs = term
+    assert {str(p) for p in inputs if p.suffix == ".ipynb"} == {
+        f"{s}/{A}/{A}.ipynb" for s in ("alice", "bob", "carol", "dave")} | {
+        f"{s}/{B}/{B}.ipynb" for s in ("alice", "bob", "erin")}
+
+
+def test_first_grading(term):
+    """The wrong hidden test costs everyone its point; carol is late (penalty zero); the
+    ex02 notebook submitted as ex01 is wrong-assignment; the derivation waits."""
+    rows = term[1]["first"]
+    assert (rows[("alice", A)]["status"], float(rows[("alice", A)]["score"])) == ("graded", 13)
+    assert float(rows[("bob", A)]["score"]) == 7.0
+    carol = rows[("carol", A)]
+    assert (carol["status"], float(carol["score"]), float(carol["late_penalty"])) == (
+        "late", 0.0, 13.0)
+    assert "1.5 h after the due date" in carol["detail"]
+    dave = rows[("dave", A)]
+    assert dave["status"] == "wrong-assignment" and "ex02_numpy_attention" in dave["detail"]
+    assert rows[("erin", B)]["status"] == "invalid-notebook"
+    alice_b = rows[("alice", B)]
+    assert alice_b["status"] == "needs-manual-grading"
+    assert float(alice_b["score"]) == float(alice_b["max_score"]) - 3  # all but the derivation
+
+
+def test_a_moved_due_date_regrades_and_carol_is_no_longer_late(term):
+    rows, out = term[1]["moved"], term[2]["moved"]
+    assert "changed: due date (4)" in out, out
+    assert "graded 4 submission(s)" in out  # ex01 only; ex03 unchanged
+    carol = rows[("carol", A)]
+    assert (carol["status"], float(carol["score"]), float(carol["late_penalty"])) == (
+        "graded", 13.0, 0.0)
+
+
+def test_a_fixed_hidden_test_raises_the_rows_it_affects(term):
+    rows, out = term[1]["fixed"], term[2]["fixed"]
+    assert "changed: source notebook (4)" in out, out
+    assert [float(rows[(s, A)]["score"]) for s in ("alice", "bob", "carol")] == [14, 8, 14]
+    assert float(rows[("alice", B)]["score"]) == float(term[1]["moved"][("alice", B)]["score"])
+
+
+def test_manual_grading_shows_in_grades_feedback_and_export(term):
+    course, rows, out, _ = term
+    assert "== alice  ex03_scaling  derivation  ungraded / 3" in out["list"], out["list"]
+    assert "== bob  ex03_scaling  derivation  ungraded / 3" in out["list"]
+    before, after = rows["fixed"][("alice", B)], rows["manual"][("alice", B)]
+    assert after["status"] == "graded"
+    assert float(after["score"]) == float(before["score"]) + 2
+    html = (course.ws / "feedback" / "alice" / B / f"{B}.html").read_text(encoding="utf-8")
+    assert "say why the terms are independent" in html
+    assert rows["manual"][("bob", B)]["status"] == "needs-manual-grading"
+    assert (course.ws / "feedback" / "bob" / B / f"{B}.html").is_file()
+
+
+def test_export_has_every_learner_of_the_roster(term):
+    _, rows, out, _ = term
+    export = rows["export"]
+    assert "12 row(s) (5 missing)" in out["export"], out["export"]
+    got = {k: (r["status"], float(r["score"])) for k, r in export.items()}
+    assert got[("alice", A)] == ("graded", 14.0)
+    assert got[("bob", A)] == ("graded", 8.0)
+    assert got[("carol", A)] == ("graded", 14.0)
+    assert got[("dave", A)] == ("wrong-assignment", 0.0)
+    assert got[("erin", A)] == ("missing", 0.0) and got[("frank", A)] == ("missing", 0.0)
+    assert got[("alice", B)] == ("graded", float(rows["manual"][("alice", B)]["score"]))
+    assert got[("erin", B)] == ("invalid-notebook", 0.0)
+    assert got[("carol", B)] == ("missing", 0.0)
+    assert float(export[("frank", B)]["max_score"]) == float(export[("alice", B)]["max_score"])
+    for key, r in rows["manual"].items():  # the export and grades.csv agree
+        assert (export[key]["status"], export[key]["score"]) == (r["status"], r["score"])
+
+
+def test_workspace_config_keeps_the_grading_options(term):
+    """nbgrader's own commands in the workspace read grade's --late-penalty."""
+    course = term[0]
     probe = ("from nbgrader.apps.autogradeapp import AutogradeApp\n"
              "from nbgrader.plugins import LateSubmissionPlugin\n"
-             "from nbgrader.preprocessors import Execute\n"
              "app = AutogradeApp()\n"
-             "app.initialize([])\n"  # reads ./nbgrader_config.py as `nbgrader autograde` does
-             "print(Execute(parent=app).timeout, LateSubmissionPlugin(parent=app).penalty_method,"
-             " app.coursedir.root)")
-    proc = run([sys.executable, "-c", probe], cwd=ws)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["7", "zero", str(ws.resolve())], proc.stdout
+             "app.initialize([])\n"
+             "print(LateSubmissionPlugin(parent=app).penalty_method, app.coursedir.root)")
+    got = course.sh(f"{sys.executable} -c '{probe}'").split()
+    assert got == ["zero", str(course.ws.resolve())], got
 
 
-def test_zip_collect_then_grade(course):
-    _, rows, _, _ = course
-    assert float(rows["alice"]["score"]) == 14.0 and rows["alice"]["status"] == "graded"
-    assert float(rows["bob"]["score"]) == 8.0
+def test_case_003_a_moved_due_date_a_new_timestamp_and_regrade(tmp_path):
+    """Case 003: bob's correct notebook, submitted 2026-03-02 12:00 UTC, is late for a due
+    date of 2026-03-01 17:00 (0 / 14 with --late-penalty zero); moving the due date to
+    2026-03-03 regrades it (graded, 14 / 14); nothing changed: nothing graded; a new
+    timestamp.txt alone regrades it; --regrade names the students to grade again."""
+    subs, ws = tmp_path / "submissions", tmp_path / "ws"
+    folder = subs / "bob" / A
+    folder.mkdir(parents=True)
+    nbformat.write(filled_notebook(A), folder / f"{A}.ipynb")
+    (folder / "timestamp.txt").write_text("2026-03-02 12:00:00.000000 UTC")
+    ws.mkdir()
+    course = Course(ws, REPO / "solutions", ws=ws)
 
+    def grade(*extra):
+        out = course.sh(f"python -m autograder grade {subs} --workspace {ws} --late-penalty "
+                        f"zero --no-progress --jobs 1 {' '.join(extra)}")
+        return out, course.grades()[("bob", A)]
 
-def test_late_penalty_from_nbgrader_plugin(course):
-    _, rows, _, _ = course
-    assert rows["carol"]["status"] == "late"
-    assert float(rows["carol"]["score"]) == 0.0, rows["carol"]
-    assert "2.0 h" in rows["carol"]["detail"]
+    def due(date):
+        course.sh(f'nbgrader db assignment add {A} --duedate="{date} 17:00:00 UTC"')
 
-
-def test_plain_nbgrader_autograde_agrees(course, tmp_path):
-    ws, rows, _, _ = course
-    nbgrader("autograde", A, "--student", "bob", "--force", cwd=ws)
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{ws / 'gradebook.db'}") as gb:
-        assert gb.find_submission(A, "bob").score == float(rows["bob"]["score"])
-
-
-def test_feedback_and_export(course):
-    ws, rows, _, _ = course
-    nbgrader("generate_feedback", A, "--force", cwd=ws)
-    assert (ws / "feedback" / "bob" / A / f"{A}.html").is_file()
-    out = ws / "export.csv"
-    nbgrader("export", "--to", str(out), cwd=ws)
-    exported = {r["student_id"]: r for r in csv.DictReader(out.open(encoding="utf-8"))}
-    assert set(exported) == {"alice", "bob", "carol", "dave", "erin"}
-    assert float(exported["bob"]["score"]) == 8.0 and float(exported["bob"]["max_score"]) == 14
-    assert float(exported["carol"]["late_submission_penalty"]) == 14.0
-
-
-@pytest.mark.skipif(not (SOLUTIONS / "ex03_scaling").is_dir(), reason="ex03 not present")
-def test_manual_grading_of_a_written_derivation(tmp_path):
-    """Formgrader writes manual scores to the gradebook; feedback and export show them."""
-    a = "ex03_scaling"
-    subs, ws = tmp_path / "subs", tmp_path / "ws"
-    from submissions import write_submission
-
-    write_submission(subs, "dana", a, filled_notebook(a))
-    proc, rows, tests = grade(subs, ws)
-    assert rows["dana"]["status"] == "needs-manual-grading", rows
-    manual = [t for t, r in tests["dana"].items() if r["needs_manual_grade"] == "True"]
-    assert manual, "ex03 has a manually graded derivation"
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{ws / 'gradebook.db'}") as gb:
-        sub = gb.find_submission(a, "dana")
-        auto = sub.score
-        for g in sub.notebooks[0].grades:
-            if g.name in manual:
-                g.manual_score = g.max_score  # what formgrader does on "save"
-        gb.db.commit()
-        assert gb.find_submission(a, "dana").score > auto
-        full = gb.find_submission(a, "dana").max_score
-    nbgrader("generate_feedback", a, "--force", cwd=ws)
-    out = ws / "export.csv"
-    nbgrader("export", "--to", str(out), cwd=ws)
-    dana = next(r for r in csv.DictReader(out.open(encoding="utf-8")) if r["student_id"] == "dana")
-    assert float(dana["score"]) == float(dana["max_score"]) == full
+    due("2026-03-01")
+    out, bob = grade()
+    assert (bob["status"], float(bob["score"]), float(bob["max_score"])) == ("late", 0, 14)
+    due("2026-03-03")
+    out, bob = grade()
+    assert "changed: due date (1)" in out and "graded 1 submission(s)" in out, out
+    assert (bob["status"], float(bob["score"]), float(bob["late_penalty"])) == ("graded", 14, 0)
+    out, _ = grade()
+    assert "graded 0 submission(s)" in out, out
+    (folder / "timestamp.txt").write_text("2026-03-04 09:00:00.000000 UTC")
+    out, bob = grade()
+    assert "changed: timestamp (1)" in out, out
+    assert (bob["status"], float(bob["score"]), float(bob["late_penalty"])) == ("late", 0, 14)
+    out, _ = grade("--regrade", "bob")
+    assert "changed: --regrade (1)" in out and "graded 1 submission(s)" in out, out
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs),
+                           "--workspace", str(ws), "--regrade", "zoe"], env=course.env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "--regrade names student(s) with no submission" in \
+        proc.stderr and "zoe" in proc.stderr

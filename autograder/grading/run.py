@@ -134,11 +134,15 @@ class ClassRun:
             w.start()
 
     def release(self) -> None:
-        """Record each assignment of the class in the workspace's gradebook."""
+        """Record each assignment and each student of the class in the workspace's gradebook
+        (two workers grading one student's two assignments would both create the student)."""
         try:
             for assignment in sorted({s.assignment for s in self.subs} - set(self.unknown)):
                 ensure_released(self.workspace, assignment, cell_timeout=self.cell_timeout,
                                 late_penalty=self.late_penalty)
+            with gradebook.open_gradebook(self.workspace) as gb:
+                for student in sorted({s.student_id for s in self.todo}):
+                    gb.update_or_create_student(student)
         except BaseException:
             for w in self.workers:
                 w.kill()
