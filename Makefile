@@ -1,5 +1,10 @@
 # Every target creates .venv from requirements.txt when it is missing or stale.
-PYTHON ?= python3.11
+# The first of these interpreters that exists and is Python 3.11 to 3.13 creates .venv (the
+# pins need 3.11 or newer: numpy 2.4);
+# `make venv PYTHON=/path/to/python3.12` picks one.
+PYTHON ?= $(shell for p in python3 python3.13 python3.12 python3.11; do \
+	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' \
+	  2>/dev/null && { echo $$p; break; }; done)
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -11,6 +16,7 @@ JOBS   ?= auto
 venv: $(STAMP)
 
 $(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || test -n "$(PYTHON)" || { echo "make venv needs Python 3.11 to 3.13 (python3 on PATH, or PYTHON=...)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
@@ -42,10 +48,16 @@ bench: $(STAMP)
 assignments: $(STAMP)
 	$(PY) -m autograder release
 
-## notebooks: chapters as .ipynb in _build/notebooks (publish to the `notebooks` branch for Colab)
-notebooks: $(STAMP)
-	mkdir -p _build/notebooks/chapters
-	for f in chapters/*.md; do $(VENV)/bin/jupytext --to ipynb -o _build/notebooks/$${f%.md}.ipynb $$f || exit 1; done
+## publish: build the website and push _build/html (pages, and the executed chapter notebooks
+## in _sources/ that the Colab buttons open) to the gh-pages branch of the `origin` remote
+publish: book
+	touch _build/html/.nojekyll
+	rm -rf _build/html/.git
+	git -C _build/html init -q -b gh-pages
+	git -C _build/html add -A
+	git -C _build/html -c user.name=course -c user.email=course@localhost commit -q -m "Publish the course website"
+	git -C _build/html push -f "$$(git remote get-url origin)" gh-pages
+	rm -rf _build/html/.git
 
 clean:
 	rm -rf _build .grading

@@ -5,18 +5,25 @@
 - Two console errors of the theme stack are avoided: the colour mode defaults to "auto",
   and sphinx-thebe's inline script, registered twice, is included once.
 - Colab opens notebooks only: for chapters written as MyST Markdown the Colab button
-  points at the ``.ipynb`` of the same path on the ``notebooks`` branch, which
-  ``make notebooks`` generates with jupytext (Binder and JupyterHub open the ``.md`` with
-  jupytext directly).
+  points at the executed ``.ipynb`` that this build writes to ``_sources/`` (the download
+  button's file), as published with the site on the ``gh-pages`` branch by ``make publish``
+  (Binder opens the ``.md`` with jupytext directly).
+- Layout (``static/course.css``): the page never scrolls sideways on a phone, display
+  equations that do not fit scroll with a visible cue, code fits the column at desktop width.
+- Page weight: the theme's icon script (1.5 MB of Font Awesome drawn as SVG by JavaScript)
+  is replaced by an empty script, and its web fonts are cut down (fontTools, pinned through
+  matplotlib) to the glyphs the pages and the theme's style sheets use.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
+STATIC = Path(__file__).resolve().parent / "static"
 MATHJAX_ENTRY = "mathjax/tex-mml-chtml.js"  # relative to _static
-NOTEBOOKS_BRANCH = "notebooks"
+PAGES_BRANCH = "gh-pages"  # where `make publish` pushes _build/html
 
 
 def _mathjax_source() -> Path:
@@ -25,8 +32,30 @@ def _mathjax_source() -> Path:
     return Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
 
 
+_SETUP_REPOSITORY = re.compile(r'^COURSE_REPOSITORY = "([^"]*)"', re.MULTILINE)
+
+
+def _check_setup_cells(app) -> None:
+    """Each chapter's set-up cell (tag course-setup) installs the course from the repository
+    that _config.yml names (repository.url): fail the build when one names another."""
+    from sphinx.errors import ExtensionError
+
+    repository = (app.config.html_theme_options or {}).get("repository_url", "")
+    wrong = []
+    for path in sorted(Path(app.srcdir, "chapters").glob("*.md")):
+        for named in _SETUP_REPOSITORY.findall(path.read_text(encoding="utf-8")):
+            if named != repository:
+                wrong.append(f"{path.name}: {named}")
+    if wrong:
+        raise ExtensionError(f"set-up cells name a repository other than _config.yml's "
+                             f"repository.url ({repository}): {wrong}")
+
+
 def _config_inited(app, config) -> None:
     config.mathjax_path = MATHJAX_ENTRY
+    config.html_static_path = [*config.html_static_path, str(STATIC)]
+    # one search box: the one at the top of the navigation sidebar (not also a header bar)
+    config.html_theme_options = {**(config.html_theme_options or {}), "navbar_persistent": []}
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
@@ -52,6 +81,92 @@ def _build_finished(app, exception) -> None:
     dest = Path(app.outdir) / "_static" / "mathjax"
     if not (dest / "tex-mml-chtml.js").is_file():
         shutil.copytree(_mathjax_source(), dest, dirs_exist_ok=True)
+    _subset_icons(Path(app.outdir))
+
+
+# Font Awesome's glyphs live in the private use area; style sheets write them as the
+# character itself or as a CSS escape ("\f0c9").
+_PUA = re.compile(r"[\ue000-\uf8ff]|\\([ef][0-9a-fA-F]{3})(?![0-9a-fA-F])")
+
+
+def _icon_chars(text: str) -> set[str]:
+    return {chr(int(m.group(1), 16)) if m.group(1) else m.group(0) for m in _PUA.finditer(text)}
+
+_RULE = re.compile(r"([^{}]*)\{([^{}]*)\}")
+_FA_MAPPING = re.compile(r"\s*\.(fa-[\w-]+)::?(?:before|after)\s*")
+_FA_CLASS = re.compile(r"\bfa-[a-z0-9-]+")
+_FA_FONT = re.compile(r"url\((\.\./vendor/fontawesome/webfonts/(fa-[\w-]+))\.woff2\) format\(\"woff2\"\),"
+                      r"url\(\.\./vendor/fontawesome/webfonts/fa-[\w-]+\.ttf\) format\(\"truetype\"\)")
+
+
+def _subset_icons(outdir: Path) -> None:
+    """Serve only the icons the site uses.
+
+    The glyphs kept: those of every ``fa-*`` class named in a page or in the theme's
+    scripts, and every icon character a style sheet uses outside Font Awesome's own
+    class table (the theme's admonition, link and navigation icons). The fonts are
+    written as WOFF (zlib) and the style sheet's ``@font-face`` rules point at them.
+    """
+    from fontTools import subset
+
+    static = outdir / "_static"
+    css_path = static / "styles" / "pydata-sphinx-theme.css"
+    fonts = static / "vendor" / "fontawesome" / "webfonts"
+    script = static / "scripts" / "fontawesome.js"
+    if not css_path.is_file() or not fonts.is_dir():
+        return
+    css_files = [p for p in static.rglob("*.css") if "mathjax" not in p.parts]
+    mapping: dict[str, set[str]] = {}
+    keep: set[str] = set()
+    for path in css_files:
+        for selectors, body in _RULE.findall(path.read_text(encoding="utf-8")):
+            chars = _icon_chars(body)
+            if not chars:
+                continue
+            names = [_FA_MAPPING.fullmatch(sel) for sel in selectors.split(",")]
+            if all(names):
+                for m in names:
+                    mapping.setdefault(m.group(1), set()).update(chars)
+            else:
+                keep |= chars
+    used = set()
+    for path in [*outdir.rglob("*.html"), *(static / "scripts").glob("*.js")]:
+        if path.name != "fontawesome.js":
+            used |= set(_FA_CLASS.findall(path.read_text(encoding="utf-8", errors="replace")))
+    for name in used:
+        keep |= mapping.get(name, set())
+    unicodes = sorted(ord(c) for c in keep)
+
+    css = css_path.read_text(encoding="utf-8")
+    for rel, stem in set(_FA_FONT.findall(css)):
+        source = fonts / f"{stem}.ttf"
+        if not source.is_file():
+            continue
+        options = subset.Options()
+        options.flavor = "woff"
+        options.layout_features = ["*"]
+        font = subset.load_font(str(source), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=unicodes)
+        subsetter.subset(font)
+        subset.save_font(font, str(fonts / f"{stem}.woff"), options)
+        for ext in ("woff2", "ttf"):
+            (fonts / f"{stem}.{ext}").unlink(missing_ok=True)
+    css = _FA_FONT.sub(lambda m: f'url({m.group(1)}.woff) format("woff")', css)
+
+    def unused_class_rule(m: re.Match) -> str:  # Font Awesome's table of ~1900 icon classes
+        names = [_FA_MAPPING.fullmatch(sel) for sel in m.group(1).split(",")]
+        if _PUA.search(m.group(2)) and all(names) and not any(n.group(1) in used for n in names):
+            return ""
+        return m.group(0)
+
+    css = _RULE.sub(unused_class_rule, css)
+    css_path.write_text(css, encoding="utf-8")
+    # The theme's <i class="fa-..."> icons are drawn by the web font and the class rules in
+    # its style sheet; the 1.5 MB script that redraws them as SVG is not needed.
+    script.write_text("/* Icons are drawn by the subset Font Awesome web fonts (course_site.py). */\n",
+                      encoding="utf-8")
+    script.with_suffix(".js.map").unlink(missing_ok=True)
 
 
 def _colab_for_markdown_notebooks(app, pagename, templatename, context, doctree) -> None:
@@ -62,14 +177,59 @@ def _colab_for_markdown_notebooks(app, pagename, templatename, context, doctree)
         for item in button.get("buttons", []) if isinstance(button, dict) else []:
             if item.get("text") == "Colab" and "/blob/" in item.get("url", ""):
                 head, _, _ = item["url"].partition("/blob/")
-                item["url"] = f"{head}/blob/{NOTEBOOKS_BRANCH}/{pagename}.ipynb"
+                item["url"] = f"{head}/blob/{PAGES_BRANCH}/_sources/{pagename}.ipynb"
+
+
+def _exercise_path(app, doctree) -> None:
+    """On an exercise page, under its title: the chapter it practises (a link back) and how
+    to get the course folder and check the notebook (``course_prerequisites`` in
+    _config.yml maps each exercise page to its chapter)."""
+    from docutils import nodes
+    from sphinx import addnodes
+
+    docname = app.env.docname
+    chapter = app.config.course_prerequisites.get(docname)
+    if not chapter:
+        return
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is None:
+        return
+    notebook = f"{docname}.ipynb"
+    ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/" + chapter,
+                                refdoc=docname, refexplicit=False, refwarn=True)
+    ref += nodes.inline("", chapter)
+    box = nodes.admonition(classes=["tip", "course-path"])
+    box += nodes.title("", "Before you start")
+    number = re.match(r"(\d+)_", Path(chapter).name)
+    where = f"chapter {int(number.group(1))}, " if number else ""
+    box += nodes.paragraph("", "", nodes.strong("", "Prerequisite: "), nodes.Text(where), ref,
+                           nodes.Text(". Read it first: this exercise asks you to write what it explains."))
+    steps = nodes.enumerated_list()
+    for parts in (
+        [nodes.Text("Get the course folder: clone the repository (GitHub button above) or "
+                    "download it as a zip; then, in the folder, "),
+         nodes.literal("", "make venv"), nodes.Text(" and "),
+         nodes.literal("", "source .venv/bin/activate"), nodes.Text(".")],
+        [nodes.Text("Open "), nodes.literal("", notebook),
+         nodes.Text(" in JupyterLab and replace each stub with your code.")],
+        [nodes.Text("Check it: "),
+         nodes.literal("", f"python -m autograder check {notebook}"), nodes.Text(".")],
+    ):
+        steps += nodes.list_item("", nodes.paragraph("", "", *parts))
+    box += steps
+    title = next(iter(section.findall(nodes.title)), None)
+    section.insert(section.index(title) + 1 if title is not None else 0, box)
 
 
 def setup(app):
+    app.add_config_value("course_prerequisites", {}, "env")
+    app.connect("doctree-read", _exercise_path)
     _mathjax_source()  # fail early, with an ImportError naming the package, if missing
     app.connect("config-inited", _config_inited)
     app.connect("build-finished", _build_finished)
+    app.connect("builder-inited", _check_setup_cells)
     # after sphinx-book-theme has added its launch buttons (priority 501)
     app.connect("html-page-context", _colab_for_markdown_notebooks, priority=900)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.add_css_file("course.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
