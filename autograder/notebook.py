@@ -128,6 +128,12 @@ def error_location(cell, output) -> str:
     return f"line {n}: {lines[n - 1].strip()}" if 0 < n <= len(lines) else f"line {n}"
 
 
+def defines(source: str, name: str) -> bool:
+    """Whether a cell's source (even one that does not parse) defines ``name``."""
+    return re.search(rf"^\s*(?:def|class)\s+{name}\b|^\s*{name}\s*(?::[^=]*)?=(?!=)",
+                     source, flags=re.M) is not None
+
+
 def cell_errors(nb) -> list[tuple[int, str, str]]:
     """(index, name, message) of every code cell that is not a test and raised an error:
     the learner's code cells, whose failure makes later tests fail with a NameError."""
@@ -184,9 +190,12 @@ def results(nb: nbformat.NotebookNode, hidden: set[str] | None = None,
             status, message = "notrun", f"not run: {execution.stopped_because}"
         elif errors:
             status, message = "fail", first_error_line(errors[0])
-            earlier = [name for j, name, _ in broken if j < i]
-            if errors[0].get("ename") == "NameError" and earlier:
-                message += f" (fix the error in cell '{earlier[-1]}' above first)"
+            if errors[0].get("ename") == "NameError":
+                missing = re.search(r"name '(\w+)' is not defined", str(errors[0].get("evalue")))
+                culprit = [name for j, name, _ in broken if j < i and missing
+                           and defines(nb.cells[j].source, missing.group(1))]
+                if culprit:
+                    message += f" (fix the error in cell '{culprit[-1]}' above first)"
         elif only_docstring(cell.source):
             status, message = "hidden", "graded later: all of this test is hidden"
         elif HIDDEN_BEGIN in cell.source:  # the instructor's source: hidden part ran too
@@ -211,7 +220,15 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60) -> Executio
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+    import logging
+
     record = Execution(timeout=timeout)
+    quiet = logging.getLogger("autograder.check.kernel")
+    quiet.setLevel(logging.CRITICAL)
+    quiet.propagate = False
+    # A kernel stopped after a timeout can leave a ZMQ stream callback failing on shutdown:
+    # tornado logs its traceback, which says nothing to a learner.
+    logging.getLogger("tornado").setLevel(logging.CRITICAL)
 
     class Client(NotebookClient):
         async def _async_handle_timeout(self, timeout, cell=None):
@@ -226,6 +243,7 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60) -> Executio
         kernel_name="python3",
         extra_arguments=["--log-level=ERROR"],
         resources={"metadata": {"path": str(Path(cwd).resolve())}},
+        log=quiet,
     )
     with client.setup_kernel():
         for index, cell in enumerate(nb.cells):
