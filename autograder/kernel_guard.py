@@ -17,9 +17,10 @@ learner code runs, this module:
    a pipe (``AUTOGRADER_CHANNEL``), every route learner code takes to the hidden code or
    around it: importing or opening course modules and files, reading or replacing
    ``__code__``/``__defaults__`` of course functions, ``gc``'s object graph, frames of a
-   running check, ctypes access to raw memory, a second audit hook; and every change to
-   the functions and classes of the modules loaded at start (numpy, torch, builtins, the
-   course's own), compared before and after each check and before each cell;
+   running check, ctypes access to raw memory, ``/proc/*/mem``, new processes, a second
+   audit hook; and every change to the functions and classes the checks rely on (numpy,
+   torch, math, builtins, the course's own modules), compared before and after each
+   check and before each cell;
 4. starts ipykernel.
 
 A line on the channel is ``violation<TAB>what was found``. The grader
@@ -38,15 +39,19 @@ BLOCKED = ("autograder.reference", "autograder.diagnose", "autograder.checks",
 # Course modules the checks and the learner's cells share (one object, not two copies):
 # ex08's Rust glue, whose compiled functions the checks recognise by class.
 SHARED = ("autograder.rust",)
-# Snapshotted for changes: every module loaded at start whose top-level name is here.
-WATCHED_ROOTS = {"autograder", "numpy", "torch", "builtins", "math", "operator", "functools",
-                 "numbers", "types", "random", "copy", "itertools", "collections", "abc",
-                 "contextlib", "dis", "inspect", "tracemalloc", "gc", "warnings", "sys"}
+# Snapshotted for changes (what the checks' comparisons rely on): these modules' functions,
+# classes and submodules, every course module's, and the dictionaries of these classes.
+WATCHED_MODULES = ("builtins", "math", "operator", "functools", "numbers", "copy", "types",
+                   "numpy", "numpy.testing", "numpy.linalg", "numpy.random", "torch",
+                   "torch.testing", "torch.nn", "torch.nn.functional", "torch.linalg",
+                   "tracemalloc", "gc", "random", "dis", "sys")
+WATCHED_CLASSES = (("torch", "Tensor"), ("torch.nn", "Module"), ("torch.nn", "Linear"),
+                   ("torch.nn", "MultiheadAttention"), ("numpy", "ndarray"))
 # Standard-library helpers through which learner code may act (skipped to find who acted).
 WRAPPERS = tuple(f"/{name}.py" for name in (
     "inspect", "traceback", "linecache", "pathlib", "dis", "tokenize", "codecs", "_pyio",
     "genericpath", "posixpath", "os", "io", "shutil", "pickle", "copy", "functools",
-    "json/__init__", "importlib/__init__", "pkgutil", "runpy", "glob", "fnmatch",
+    "json/__init__", "importlib/__init__", "pkgutil", "runpy", "glob", "fnmatch", "subprocess",
     "IPython/core/interactiveshell"))  # IPython's open() in the user namespace
 VOLATILE = {"sys": {"last_type", "last_value", "last_traceback", "ps1", "ps2", "displayhook",
                     "excepthook", "stdout", "stderr", "stdin", "modules", "path", "meta_path",
@@ -56,8 +61,8 @@ VOLATILE = {"sys": {"last_type", "last_value", "last_traceback", "ps1", "ps2", "
 
 
 def _snapshot(modules: dict) -> dict:
-    """{(module, name): id} of the functions, classes and modules each module holds, and of
-    the entries of the classes' own dicts."""
+    """{(module, name): object} for the functions, classes and modules each module holds,
+    and for the entries of the dictionaries of :data:`WATCHED_CLASSES`."""
     snap = {}
     for modname, mod in modules.items():
         skip = VOLATILE.get(modname, set())
@@ -70,11 +75,13 @@ def _snapshot(modules: dict) -> dict:
                                                                       "__build_class__"):
                 continue
             if callable(value) or type(value).__name__ == "module":
-                snap[(modname, name)] = id(value)
-                if isinstance(value, type) and getattr(value, "__module__", "") == modname:
-                    for k, v in list(vars(value).items()):
-                        if callable(v) or isinstance(v, (staticmethod, classmethod, property)):
-                            snap[(f"{modname}.{name}", k)] = id(v)
+                snap[(modname, name)] = value
+    for modname, clsname in WATCHED_CLASSES:
+        cls = getattr(modules.get(modname), clsname, None)
+        if isinstance(cls, type):
+            for k, v in list(vars(cls).items()):
+                if callable(v) or isinstance(v, (staticmethod, classmethod, property)):
+                    snap[(f"{modname}.{clsname}", k)] = v
     return snap
 
 
@@ -161,8 +168,8 @@ def _setup() -> None:
             setattr(sys.modules[parent], child, decoy)
     shutil.rmtree(course_dir, ignore_errors=True)  # the course's files: gone from here on
 
-    watched = {n: m for n, m in sys.modules.items()
-               if n.split(".")[0] in WATCHED_ROOTS and m is not None}
+    watched = {n: m for n, m in sys.modules.items() if m is not None and (
+        n in WATCHED_MODULES or n == "autograder" or n.startswith("autograder."))}
     baseline = {}  # taken before the first cell runs, once ipykernel has set itself up
     trusted_prefixes = tuple({sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix),
                               os.path.realpath(sys.base_prefix), "<frozen"})
@@ -210,7 +217,18 @@ def _setup() -> None:
             baseline.update(_snapshot(watched))
             return []
         now = _snapshot(watched)
-        return sorted(f"{m}.{n}" for (m, n), i in baseline.items() if now.get((m, n)) != i)
+        changed = []
+        for key, old in baseline.items():
+            new = now.get(key)
+            if new is old:
+                continue
+            code = getattr(new, "__code__", None)
+            if new is not None and getattr(new, "__wrapped__", None) is old and \
+                    code is not None and not is_learner(code):
+                baseline[key] = new  # a library decorated it (torch._dynamo: manual_seed)
+                continue
+            changed.append(f"{key[0]}.{key[1]}")
+        return sorted(changed)
 
     def verify(when: str) -> None:
         changed = changes()
@@ -266,7 +284,8 @@ def _setup() -> None:
             path = args[0]
             if isinstance(path, (str, bytes)):
                 p = os.fsdecode(path)
-                if (p.startswith(course_prefix) or "/solutions/" in p or
+                memory = p.startswith("/proc/") and p.endswith("/mem")  # the kernel's memory
+                if (p.startswith(course_prefix) or "/solutions/" in p or memory or
                         "/autograder/reference" in p or "/autograder/checks" in p) \
                         and direct_learner():
                     report(f"opens {p}")
@@ -301,6 +320,11 @@ def _setup() -> None:
         if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents"):
             if direct_learner():
                 report(f"uses {event}")
+            return
+        if event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.fork",
+                     "os.forkpty", "pty.spawn"):
+            if direct_learner():  # a process without this guard could read this one's memory
+                report(f"starts a process ({event})")
             return
         if event in ("ctypes.cdata", "ctypes.addressof"):
             if direct_learner():

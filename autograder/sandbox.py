@@ -189,7 +189,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         args = cmd[1:]
         if "-m" in args:  # python -m ipykernel_launcher -f FILE ...
             args = args[args.index("-m") + 2:]
-        box = [bwrap(), "--unshare-all", "--die-with-parent", *_system_binds(),
+        box = [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
+               *_system_binds(),
                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp",
                "--bind", str(run), str(run),
                "--bind", str(self.scratch / "course"), COURSE_DIR,
