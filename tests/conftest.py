@@ -28,6 +28,12 @@ def grade(submissions: Path, workspace: Path, jobs: int = 2, env: dict | None = 
     """``python -m autograder grade`` as an instructor runs it; returns (proc, rows, tests)."""
     proc = run([sys.executable, "-m", "autograder", "grade", str(submissions), "--workspace",
                 str(workspace), "--jobs", str(jobs), *(extra or [])], env=env)
+    rows, tests = read_results(workspace)
+    return proc, rows, tests
+
+
+def read_results(workspace: Path) -> tuple[dict, dict]:
+    """(grades.csv rows by student, tests.csv rows by student and test) of a workspace."""
     rows, tests = {}, {}
     if (workspace / "grades.csv").is_file():
         with (workspace / "grades.csv").open(encoding="utf-8") as f:
@@ -36,7 +42,7 @@ def grade(submissions: Path, workspace: Path, jobs: int = 2, env: dict | None = 
         with (workspace / "tests.csv").open(encoding="utf-8") as f:
             for r in csv.DictReader(f):
                 tests.setdefault(r["student_id"], {})[r["test"]] = r
-    return proc, rows, tests
+    return rows, tests
 
 
 @pytest.fixture(scope="session")

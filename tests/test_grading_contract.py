@@ -10,11 +10,15 @@ mathematics (cases/001), which must survive grading, feedback and export.
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+from types import SimpleNamespace
 
 import nbformat
 import pytest
-from conftest import grade, run
+from conftest import grade, read_results, run
+from filelock import FileLock
 from submissions import filled_notebook, parse_variant, variant_hints, variants, write_submission
 
 import autograder
@@ -28,17 +32,28 @@ _classes: dict[str, tuple] = {}
 
 
 def graded_class(assignment: str, tmp_path_factory) -> tuple:
-    """Grade the assignment's whole test class once per session (per xdist worker)."""
+    """Grade the assignment's whole test class once per session, whichever xdist worker asks
+    first (a file lock in the session's shared temporary folder); the others read its CSVs."""
     if assignment not in _classes:
-        root = tmp_path_factory.mktemp(f"class-{assignment}")
+        base = tmp_path_factory.getbasetemp()
+        shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+        root = shared / f"class-{assignment}"
         subs, ws = root / "submitted", root / "workspace"
-        write_submission(subs, "reference", assignment, filled_notebook(assignment))
-        stub = nbformat.read(EXERCISES / assignment / f"{assignment}.ipynb", as_version=4)
-        write_submission(subs, "stub", assignment, stub)
-        for name, path in variants(assignment).items():
-            cells, _ = parse_variant(path)
-            write_submission(subs, name, assignment, filled_notebook(assignment, cells))
-        proc, rows, tests = grade(subs, ws, jobs=2, env=C_LOCALE)
+        with FileLock(shared / f"class-{assignment}.lock"):
+            if not (root / "proc.json").is_file():
+                write_submission(subs, "reference", assignment, filled_notebook(assignment))
+                stub = nbformat.read(EXERCISES / assignment / f"{assignment}.ipynb",
+                                     as_version=4)
+                write_submission(subs, "stub", assignment, stub)
+                for name, path in variants(assignment).items():
+                    cells, _ = parse_variant(path)
+                    write_submission(subs, name, assignment, filled_notebook(assignment, cells))
+                proc, _, _ = grade(subs, ws, jobs=2, env=C_LOCALE)
+                (root / "proc.json").write_text(json.dumps(
+                    {"returncode": proc.returncode, "stdout": proc.stdout,
+                     "stderr": proc.stderr}), encoding="utf-8")
+        proc = SimpleNamespace(**json.loads((root / "proc.json").read_text(encoding="utf-8")))
+        rows, tests = read_results(ws)
         _classes[assignment] = (proc, rows, tests, ws)
     return _classes[assignment]
 
