@@ -14,6 +14,27 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Make ``--dist loadgroup`` keep an ``xdist_group`` on one worker again.
+
+    pytest-xdist 3.8 marks a test's group by renaming ``item._nodeid``, which pytest 9 no
+    longer reads (``Node.nodeid`` is ``str(item._id)``); the groups were silently ignored and
+    every class-level fixture (the book build, each test class's grading) ran once per
+    worker. This appends the ``@group`` suffix xdist's scheduler splits on.
+    """
+    if not getattr(config.option, "loadgroup", False):
+        return
+    from _pytest import nodes
+
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix) and hasattr(nodes, "coerce_node_id"):
+            item._id = nodes.coerce_node_id(item.nodeid + suffix)
+
+
 def run(cmd: list[str], cwd: Path = REPO, env: dict | None = None, timeout: int = 1800):
     """Run a command with this Python's bin/ on PATH; return the CompletedProcess."""
     full_env = dict(os.environ)
