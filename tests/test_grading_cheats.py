@@ -111,6 +111,7 @@ def test_tampering_detail_names_the_route(cheat_run):
               "frame_globals": "sys._getframe", "code_swap_importlib": "__code__",
               "code_swap_object_setattr": "check_answer.__code__",
               "defaults_swap": "__kwdefaults__", "globals_swap": "autograder.testing.math",
+              "globals_swap_numpy": "autograder.testing.np",
               "setattr_module": "autograder.testing.check_answer",
               "module_dict_write": "math.isclose", "monkeypatch_numpy_compare": "numpy.",
               "escapes_course_folder": "opens"}
