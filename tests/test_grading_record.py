@@ -237,3 +237,16 @@ def test_side_table_rows_survive_and_unscored_rows_keep_their_status(workspace):
     with open_gradebook(workspace) as gb:
         row = state[("carol", X)]
         assert record.fill(row, gb) is False and row.status == Status.INVALID_NOTEBOOK
+
+
+def test_export_command_refuses_a_missing_workspace_or_one_being_graded(tmp_path, capsys):
+    from filelock import FileLock
+
+    assert export.main(tmp_path / "nowhere", None, None) == 2
+    assert "no grading workspace at" in capsys.readouterr().err
+    (tmp_path / "ws").mkdir()
+    assert export.main(tmp_path / "ws", None, tmp_path / "roster.csv") == 2
+    assert "no roster file at" in capsys.readouterr().err
+    with FileLock(tmp_path / "ws" / ".lock"):
+        assert export.main(tmp_path / "ws", None, None) == 2
+    assert "a grading run is using" in capsys.readouterr().err

@@ -98,11 +98,22 @@ def main(workspace: Path, out: Path | None, roster: Path | None) -> int:
         print(f"error: no roster file at {roster}", file=sys.stderr)
         return 2
     out = Path(out) if out else workspace / "export.csv"
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(workspace / ".lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"error: a grading run is using {workspace}; export when it has finished",
+              file=sys.stderr)
+        return 2
     try:
         table, warnings = export(workspace, out, roster)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        lock.release()
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     missing = sum(r["status"] == MISSING for r in table)
