@@ -222,6 +222,12 @@ def _exercise_path(app, doctree) -> None:
 
 
 def setup(app):
+    import hashlib
+
+    # A change to this extension or its style sheet changes this value, so Sphinx re-reads
+    # and rewrites every page instead of keeping pages made by the previous version.
+    digest = hashlib.sha256(Path(__file__).read_bytes() + (STATIC / "course.css").read_bytes())
+    app.add_config_value("course_site_digest", digest.hexdigest()[:16], "env")
     app.add_config_value("course_prerequisites", {}, "env")
     app.connect("doctree-read", _exercise_path)
     _mathjax_source()  # fail early, with an ImportError naming the package, if missing
