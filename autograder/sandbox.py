@@ -53,8 +53,9 @@ def sandbox_error() -> str | None:
     if exe is None:
         return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     try:
-        done = subprocess.run([exe, *_system_binds(), "--unshare-all", "--die-with-parent",
-                               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+        # The tmpfs first: binds after it stay visible when Python lives under /tmp.
+        done = subprocess.run([exe, "--unshare-all", "--die-with-parent", "--proc", "/proc",
+                               "--dev", "/dev", "--tmpfs", "/tmp", *_system_binds(),
                                sys.executable, "-c", "print('ok')"],
                               capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -189,9 +190,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         args = cmd[1:]
         if "-m" in args:  # python -m ipykernel_launcher -f FILE ...
             args = args[args.index("-m") + 2:]
+        # bwrap applies mounts in order: the empty /tmp comes before the binds, so that a
+        # course (and its .venv) cloned under /tmp is still visible, read-only, inside.
         box = [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-               *_system_binds(),
                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp",
+               *_system_binds(),
                "--bind", str(run), str(run),
                "--bind", str(self.scratch / "course"), COURSE_DIR,
                "--bind", str(work), str(cwd), "--chdir", str(cwd), "--clearenv"]
