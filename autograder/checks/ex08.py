@@ -36,39 +36,30 @@ def _rust(fn: Callable, name: str) -> RustFunction:
     return fn
 
 
-def softmax_matches_reference(softmax: Callable) -> None:
-    """ex01's check on the Rust softmax: random rows equal the reference."""
-    ex01.softmax_matches_reference(_rust(softmax, "softmax"))
+def _on_rust(check: Callable, name: str, what: str) -> Callable[[Callable], None]:
+    """ex01's ``check``, called on the Rust function ``name`` (after :func:`_rust`)."""
+    def run(fn: Callable) -> None:
+        check(_rust(fn, name))
+
+    run.__name__ = run.__qualname__ = check.__name__
+    run.__doc__ = f"ex01's check on the Rust {name}: {what}."
+    return run
 
 
-def softmax_is_stable(softmax: Callable) -> None:
-    """ex01's check on the Rust softmax: scores of magnitude 1000 and more."""
-    ex01.softmax_is_stable(_rust(softmax, "softmax"))
-
-
-def softmax_rejects_empty(softmax: Callable) -> None:
-    """ex01's check on the Rust softmax: an empty row is an Err (ValueError)."""
-    ex01.softmax_rejects_empty(_rust(softmax, "softmax"))
-
-
-def attention_matches_reference(attention: Callable) -> None:
-    """ex01's check on the Rust attention: random square inputs equal the reference."""
-    ex01.attention_matches_reference(_rust(attention, "scaled_dot_product_attention"))
-
-
-def attention_rectangular(attention: Callable) -> None:
-    """ex01's check on the Rust attention: T_q != T_k."""
-    ex01.attention_rectangular(_rust(attention, "scaled_dot_product_attention"))
-
-
-def attention_is_stable(attention: Callable) -> None:
-    """ex01's check on the Rust attention: scores near +-1000."""
-    ex01.attention_is_stable(_rust(attention, "scaled_dot_product_attention"))
-
-
-def attention_rejects_bad_input(attention: Callable) -> None:
-    """ex01's check on the Rust attention: empty, ragged or mismatched input is an Err."""
-    ex01.attention_rejects_bad_input(_rust(attention, "scaled_dot_product_attention"))
+_SOFTMAX, _ATTENTION = "softmax", "scaled_dot_product_attention"
+# (ex01 check, Rust function it is called on, what it checks): each becomes a check here
+# of the same name, which the notebook's hidden tests call as ``ex08.<name>``.
+ON_RUST = [
+    ("softmax_matches_reference", _SOFTMAX, "random rows equal the reference"),
+    ("softmax_is_stable", _SOFTMAX, "scores of magnitude 1000 and more"),
+    ("softmax_rejects_empty", _SOFTMAX, "an empty row is an Err (ValueError)"),
+    ("attention_matches_reference", _ATTENTION, "random square inputs equal the reference"),
+    ("attention_rectangular", _ATTENTION, "T_q != T_k"),
+    ("attention_is_stable", _ATTENTION, "scores near +-1000"),
+    ("attention_rejects_bad_input", _ATTENTION, "empty, ragged or mismatched input is an Err"),
+]
+for _check, _name, _what in ON_RUST:
+    globals()[_check] = _on_rust(getattr(ex01, _check), _name, _what)
 
 
 # Comments, string and character literals: their text is not code.
