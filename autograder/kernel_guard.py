@@ -52,7 +52,13 @@ WRAPPERS = tuple(f"/{name}.py" for name in (
     "inspect", "traceback", "linecache", "pathlib", "dis", "tokenize", "codecs", "_pyio",
     "genericpath", "posixpath", "os", "io", "shutil", "pickle", "copy", "functools",
     "json/__init__", "importlib/__init__", "pkgutil", "runpy", "glob", "fnmatch", "subprocess",
-    "IPython/core/interactiveshell"))  # IPython's open() in the user namespace
+    "IPython/core/interactiveshell",  # IPython's open() in the user namespace
+    "ctypes/__init__", "threading"))
+# Audit events of ctypes: raw memory, foreign functions, frames reached through the C API.
+CTYPES_EVENTS = ("ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.call_function",
+                 "ctypes.addressof", "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.string_at",
+                 "ctypes.wstring_at", "ctypes.memmove", "ctypes.memset", "ctypes.PyObj_FromPtr",
+                 "ctypes.create_string_buffer", "ctypes.create_unicode_buffer")
 VOLATILE = {"sys": {"last_type", "last_value", "last_traceback", "ps1", "ps2", "displayhook",
                     "excepthook", "stdout", "stderr", "stdin", "modules", "path", "meta_path",
                     "path_importer_cache", "argv", "_getframe"},
@@ -102,6 +108,7 @@ def _setup() -> None:
     short = assignment.split("_")[0]  # ex01_python_attention -> autograder.checks.ex01
     checks_name = f"autograder.checks.{short}"
     private_checks = importlib.import_module(checks_name) if assignment else None
+    private_testing = importlib.import_module("autograder.testing")
     private = {n: m for n, m in sys.modules.items() if (n == "autograder" or
                n.startswith("autograder.")) and n not in SHARED}
     for n in private:
@@ -147,6 +154,17 @@ def _setup() -> None:
         sys.modules[checks_name] = facade
         setattr(checks_pkg, short, facade)
         facades[checks_name] = facade
+    # The knowledge checks' check_answer runs as a guarded check too (the private copy).
+    # (Its globals are the public module's: changing them is found like any other change.)
+    exec(compile("def check_answer(*args, _audit=__import__('sys').audit, **kwargs):\n"
+                 "    box = []\n"
+                 "    _audit('autograder.check', 'autograder.testing', 'check_answer', args, "
+                 "kwargs, box)\n"
+                 "    return box[0] if box else None\n", "<check autograder.testing>", "exec"),
+         vars(autograder.testing))
+    autograder.testing.check_answer.__doc__ = private_testing.check_answer.__doc__
+    facades["autograder.testing"] = autograder.testing
+    privates = {checks_name: private_checks, "autograder.testing": private_testing}
     # Decoys where the hidden modules were: whatever route reaches one (import, importlib,
     # sys.modules, a parent's attribute) finds nothing, and reading from it is reported.
     class Decoy(types.ModuleType):
@@ -174,6 +192,9 @@ def _setup() -> None:
     trusted_prefixes = tuple({sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix),
                               os.path.realpath(sys.base_prefix), "<frozen"})
     course_prefix = course_dir
+    import threading
+    getprofile, gettrace, setprofile, settrace = (sys.getprofile, sys.gettrace, sys.setprofile,
+                                                  sys.settrace)
     state = {"busy": 0, "in_check": 0}
     reported = set()
 
@@ -230,7 +251,61 @@ def _setup() -> None:
             changed.append(f"{key[0]}.{key[1]}")
         return sorted(changed)
 
+    def learner_hooks() -> list[str]:
+        """Tracing and profiling functions of learner code (they see and rewrite frames)."""
+        found = []
+        for what, fn in (("sys.setprofile", getprofile()), ("sys.settrace", gettrace()),
+                         ("threading.setprofile", getattr(threading, "_profile_hook", None)),
+                         ("threading.settrace", getattr(threading, "_trace_hook", None))):
+            code = getattr(fn, "__code__", getattr(getattr(fn, "__call__", None), "__code__",
+                                                   None))
+            if fn is not None and (code is None or is_learner(code)):
+                found.append(what)
+        return found
+
+    def private_class(cls) -> bool:
+        """Whether a class is one of the hidden course modules' (the reference's)."""
+        mod = getattr(cls, "__module__", None) or ""
+        if not mod.startswith(("autograder.", "solutions")):
+            return False
+        public = sys.modules.get(mod)
+        return public is None or isinstance(public, Decoy) or mod.startswith("solutions")
+
+    def borrows_private_class(values) -> str | None:
+        for v in values:
+            cls = v if isinstance(v, type) else type(v)
+            try:
+                mro = type.mro(cls) if isinstance(cls, type) else ()
+            except TypeError:
+                continue
+            for base in mro:
+                if private_class(base):
+                    return f"{cls.__qualname__} derives from {base.__module__}.{base.__qualname__}"
+        return None
+
+    def user_values() -> list:
+        try:
+            shell = sys.modules["IPython"].get_ipython()
+            values = list(shell.user_ns.values()) if shell is not None else []
+        except Exception:  # noqa: BLE001 - no IPython: nothing to scan
+            return []
+        for v in list(values):  # and one level into containers (a class kept in a list)
+            if type(v) in (list, tuple, set, frozenset):
+                values.extend(list(v)[:1000])
+            elif type(v) is dict:
+                values.extend(list(v.values())[:1000])
+        return values
+
     def verify(when: str) -> None:
+        hooks = learner_hooks()
+        if hooks:
+            report(f"traces or profiles the checks ({', '.join(hooks)}, found {when})")
+            setprofile(None)
+            settrace(None)
+            threading._profile_hook = threading._trace_hook = None
+        borrowed = borrows_private_class(user_values())
+        if borrowed:
+            report(f"uses a hidden class: {borrowed} (found {when})")
         changed = changes()
         if changed:
             report(f"changed {', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''} "
@@ -249,17 +324,52 @@ def _setup() -> None:
         finally:
             state["busy"] -= 1
 
+    forbidden_ops = None  # ex05: torch's attention, however the learner's code reaches it
+    if short == "ex05" and "torch" in sys.modules:
+        from torch.overrides import TorchFunctionMode
+
+        torch_dir = os.path.dirname(sys.modules["torch"].__file__)
+
+        class ForbiddenOps(TorchFunctionMode):
+            """Reports torch's scaled_dot_product_attention (any of its entry points: F.,
+            torch._C._nn., torch.ops.aten.*) and multi_head_attention_forward when called
+            from learner code while a check runs, even through a stored reference."""
+
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                name = str(getattr(func, "__name__", "") or func)
+                if "scaled_dot_product" in name or "multi_head_attention_forward" in name:
+                    frame = sys._getframe(1)
+                    while frame is not None and (frame.f_code in own or frame.f_code.co_filename
+                                                 .startswith(torch_dir)):
+                        frame = frame.f_back
+                    if frame is not None and is_learner(frame.f_code):
+                        report(f"calls torch's {name}, which this exercise forbids")
+                return func(*args, **(kwargs or {}))
+
+        own.add(ForbiddenOps.__torch_function__.__code__)
+        forbidden_ops = ForbiddenOps
+
     def _hook(event: str, args: tuple) -> None:
         if event == "autograder.check":
             mod, name, a, kw, box = args
-            if mod not in facades or getattr(facades[mod], name, None) is None:
+            if mod not in facades or getattr(facades[mod], name, None) is None or (
+                    mod == "autograder.testing" and name != "check_answer"):
                 return
             verify(f"before {name}")
-            fn = getattr(private_checks, name)
+            borrowed = borrows_private_class([*a, *kw.values()])
+            if borrowed:
+                report(f"uses a hidden class: {borrowed}")
+            setprofile(None)  # nothing of the learner's sees the check's frames
+            settrace(None)
+            fn = getattr(privates[mod], name)
             state["in_check"] += 1
             state["busy"] -= 1  # audit the learner's code while the check runs
             try:
-                box.append(fn(*a, **kw))
+                if forbidden_ops is not None:
+                    with forbidden_ops():
+                        box.append(fn(*a, **kw))
+                else:
+                    box.append(fn(*a, **kw))
             finally:
                 state["busy"] += 1
                 state["in_check"] -= 1
@@ -283,8 +393,13 @@ def _setup() -> None:
         if event == "open":
             path = args[0]
             if isinstance(path, (str, bytes)):
-                p = os.fsdecode(path)
+                p = os.path.abspath(os.fsdecode(path))  # //proc/self/mem, ./../proc
+                if p.startswith("//"):
+                    p = p[1:]
                 memory = p.startswith("/proc/") and p.endswith("/mem")  # the kernel's memory
+                if p.startswith("/proc/") and p.endswith("/clear_refs") and state["in_check"] \
+                        and direct_learner():  # resets the high-water mark a check measures
+                    report(f"opens {p} during a check")
                 if (p.startswith(course_prefix) or "/solutions/" in p or memory or
                         "/autograder/reference" in p or "/autograder/checks" in p) \
                         and direct_learner():
@@ -326,9 +441,14 @@ def _setup() -> None:
             if direct_learner():  # a process without this guard could read this one's memory
                 report(f"starts a process ({event})")
             return
-        if event in ("ctypes.cdata", "ctypes.addressof"):
+        if event in CTYPES_EVENTS:
             if direct_learner():
-                report(f"{event} inside a check")
+                report(f"uses ctypes ({event})")
+            return
+        if event in ("sys.setprofile", "sys.settrace", "sys._setprofileallthreads",
+                     "sys._settraceallthreads"):
+            if direct_learner():
+                report(f"traces or profiles the checks ({event})")
             return
 
     class BlockedFinder:
@@ -342,7 +462,8 @@ def _setup() -> None:
             return None
 
     own.update(f.__code__ for f in (hook, _hook, caller, direct_learner, report, verify,
-                                    changes, course_function, is_learner,
+                                    changes, course_function, is_learner, learner_hooks,
+                                    private_class, borrows_private_class, user_values,
                                     BlockedFinder.find_spec, Decoy.__getattr__))
     sys.meta_path.insert(0, BlockedFinder)
     sys.addaudithook(hook)

@@ -34,8 +34,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cheats"),
                                  reason=f"no sandbox here: {sandbox_error()}")]
 
 
-def _cheats() -> dict[str, Path]:
-    return {p.stem: p for p in sorted(CHEATS.glob("*.py"))}
+def _cheats(assignment: str = A) -> dict[str, Path]:
+    return {p.stem: p for p in sorted((CHEATS.parent / assignment).glob("*.py"))}
+
+
+# Other assignments' cheats (routes that only their checks offer), graded in one run each.
+OTHERS = sorted(d.name for d in CHEATS.parent.iterdir() if d.is_dir() and d.name != A)
 
 
 def _expected_status(path: Path) -> str:
@@ -56,13 +60,18 @@ def _course_files() -> list[Path]:
 
 @pytest.fixture(scope="module")
 def cheat_run(tmp_path_factory):
+    return _run(tmp_path_factory, A)
+
+
+def _run(tmp_path_factory, A):
     root = tmp_path_factory.mktemp("cheats")
     subs, ws = root / "submitted", root / "ws"
-    expected = {"reference": (set(), "graded"), "correct_logsumexp": (set(), "graded")}
+    correct = "correct_logsumexp" if A == "ex01_python_attention" else min(
+        n for n in variants(A) if n.startswith("correct"))
+    expected = {"reference": (set(), "graded"), correct: (set(), "graded")}
     write_submission(subs, "reference", A, filled_notebook(A))
-    write_submission(subs, "correct_logsumexp", A,
-                     filled_notebook(A, parse_variant(variants(A)["correct_logsumexp"])[0]))
-    for name, path in _cheats().items():
+    write_submission(subs, correct, A, filled_notebook(A, parse_variant(variants(A)[correct])[0]))
+    for name, path in _cheats(A).items():
         cells, fails = parse_variant(path)
         places = {"{REPO}": str(REPO), "{WORKSPACE}": str(ws), "{SUBMISSIONS}": str(subs),
                   "{STUDENT}": name}
@@ -71,7 +80,20 @@ def cheat_run(tmp_path_factory):
             for k, v in places.items():
                 src = src.replace(k, v)
             cells[gid] = src
-        write_submission(subs, name, A, filled_notebook(A, cells))
+        extra = {g: cells.pop(g) for g in list(cells) if g.startswith(("+", "!"))}
+        nb = filled_notebook(A, cells)
+        for gid, src in extra.items():  # "+id": a new grade cell; "!id": a cell made graded
+            if gid.startswith("+"):
+                cell = nbformat.v4.new_code_cell(src)
+                cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True,
+                                             "points": 50, "grade_id": gid[1:],
+                                             "schema_version": 3}
+                nb.cells.append(cell)
+            else:
+                for c in nb.cells:
+                    if c.metadata.get("nbgrader", {}).get("grade_id") == gid[1:]:
+                        c.metadata["nbgrader"].update(grade=True, points=10)
+        write_submission(subs, name, A, nb)
         expected[name] = (fails, _expected_status(path))
     ws.mkdir()
     before = {"subs": _digest(sorted(subs.rglob("*"))),
@@ -94,10 +116,32 @@ def test_status_and_the_tests_it_touched(cheat_run, student):
     fails, status = expected[student]
     row = rows[student]
     assert row["status"] == status, row
+    assert float(row["score"] or 0) <= FULL, row  # no points from cells the release lacks
     lost = {t for t, r in tests[student].items() if float(r["score"] or 0) < float(r["max_score"])}
     assert lost == fails, (row["detail"], sorted(lost))
     if status == "tampering":
         assert "test(s) from there on scored 0" in row["detail"], row["detail"]
+
+
+@pytest.fixture(scope="module", params=OTHERS)
+def other_run(request, tmp_path_factory):
+    return request.param, _run(tmp_path_factory, request.param)
+
+
+def test_other_assignments_cheats(other_run):
+    """ex05's hidden class and forbidden operator, ...: each cheat gets its status and
+    loses exactly the tests it must; the reference and a correct variant keep full marks."""
+    assignment, (expected, proc, rows, tests, _, _, _) = other_run
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(rows) == set(expected)
+    wrong = []
+    for student, (fails, status) in expected.items():
+        row = rows[student]
+        lost = {t for t, r in tests[student].items()
+                if float(r["score"] or 0) < float(r["max_score"])}
+        if row["status"] != status or lost != fails:
+            wrong.append((student, row["status"], row["detail"], ", ".join(sorted(lost))))
+    assert wrong == []
 
 
 def test_tampering_detail_names_the_route(cheat_run):

@@ -80,8 +80,9 @@ def grade_one(api, sub: Submission, workspace: Path) -> Row:
     if bad:
         row.status, row.detail = bad
         return row
+    relabelled = integrity.restore_metadata(nb, sub.assignment)  # before nbgrader sees it
     stage(sub, nb, workspace)
-    restored = integrity.restored_cells(nb, sub.assignment)
+    restored = relabelled + integrity.restored_cells(nb, sub.assignment)
     anchor, cheats = integrity.learner_tampering(nb, sub.assignment)
     log_dir = workspace / "logs" / sub.student_id
     log_dir.mkdir(parents=True, exist_ok=True)

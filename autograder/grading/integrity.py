@@ -60,6 +60,32 @@ def restored_cells(nb, assignment: str) -> list[str]:
     return changes
 
 
+def restore_metadata(nb, assignment: str) -> list[str]:
+    """Give every cell the nbgrader metadata of the release, in place: a cell whose
+    grade_id the release does not have (an extra grade cell) becomes a plain cell, a cell
+    whose grade, solution, locked or points changed (a solution cell turned into a grade
+    cell worth 10 points) gets the released values back. Returns what was changed."""
+    released = released_cells(assignment)
+    changes = []
+    for c in nb.cells:
+        meta = nbgrader_meta(c)
+        if not meta:
+            continue
+        gid = meta.get("grade_id")
+        if gid not in released:
+            if meta.get("grade") or meta.get("locked") or meta.get("solution") or \
+                    meta.get("task"):
+                changes.append(f"{gid or 'a cell'} is not in the release")
+            del c.metadata["nbgrader"]
+            continue
+        mine = nbgrader_meta(released[gid])
+        keys = ("grade", "solution", "locked", "points", "task")
+        if any(meta.get(k) != mine.get(k) for k in keys):
+            changes.append(f"metadata of {gid} changed")
+            c.metadata["nbgrader"] = dict(mine)
+    return changes
+
+
 def learner_tampering(nb, assignment: str) -> tuple[str | None, list[str]]:
     """(grade_id of the released cell before the first of the learner's cells that modifies
     a module or the shell, what that cell does); (None, []) when there is none."""
