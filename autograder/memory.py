@@ -84,7 +84,8 @@ def peak_call_memory(fn: Callable, *args, **kwargs) -> tuple[Any, int, str]:
     the traced peak is measured (``"traced"``). Exceptions of ``fn`` propagate.
 
     Raises:
-        RuntimeError: if tracemalloc is already tracing (measure one call at a time).
+        RuntimeError: if tracemalloc is already tracing (measure one call at a time), or
+            if the measured call stopped it.
     """
     if tracemalloc.is_tracing():
         raise RuntimeError("tracemalloc is already tracing; measure one call at a time")
@@ -93,20 +94,22 @@ def peak_call_memory(fn: Callable, *args, **kwargs) -> tuple[Any, int, str]:
     sampler = None
     method = "traced"
     if base is not None:
-        if _reset_high_water_mark() and _status_kib("VmHWM") is not None:
-            method = "process"
-        else:
-            method = "sampled"
-            sampler = _Sampler()
-            sampler.start()
+        # Also sampled while the high-water mark is used: code that resets the mark (or
+        # tracemalloc's peak) during the call still shows its peak in the samples.
+        method = "process" if _reset_high_water_mark() and _status_kib("VmHWM") is not None \
+            else "sampled"
+        sampler = _Sampler()
+        sampler.start()
     tracemalloc.start()
     try:
         result = fn(*args, **kwargs)
+        if not tracemalloc.is_tracing():
+            raise RuntimeError("the measured call stopped tracemalloc: its peak is unknown")
         _current, traced = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
         peak_kib = sampler.stop() if sampler is not None else None
     if method == "process":
-        peak_kib = _status_kib("VmHWM")
+        peak_kib = max(peak_kib or 0, _status_kib("VmHWM") or 0)
     grown = max(0, (peak_kib or 0) - base) * 1024 if base is not None else 0
     return result, max(grown, traced), method

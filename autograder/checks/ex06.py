@@ -190,8 +190,9 @@ def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,
     allocated by torch, a C extension or NumPy counts alike. The T x T score matrix alone
     would take 128 MiB (a boolean T x T mask 16 MiB). A first call on one block (untimed,
     unmeasured) lets lazily initialised libraries (imports, BLAS buffers) settle first.
-    Only the shape and dtype of the output are checked here; its values are other checks'
-    job.
+    The output of the measured call must also be right (the notebook: "The result must
+    equal dense attention to 1e-10"), checked on its first and last 64 rows: a call that
+    returns zeros, or that gave up the values for the memory, gets no points here.
     """
     rng = np.random.default_rng(seed)
     Q, K, V = (rng.normal(size=(T, d)) for _ in range(3))
@@ -202,6 +203,15 @@ def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,
     got, peak, _how = _call(peak_call_memory, tiled, Q, K, V, block_size=block_size,
                             is_causal=is_causal, what=what)
     _check_output(got, (T, d), what)
+    rows = np.r_[0:64, T - 64:T]
+    S = Q[rows] @ K.T / np.sqrt(d)
+    if is_causal:
+        S[np.arange(T)[None, :] > rows[:, None]] = -np.inf
+    W = np.exp(S - S.max(axis=1, keepdims=True))
+    expected = (W / W.sum(axis=1, keepdims=True)) @ V
+    if not np.allclose(got[rows], expected, rtol=0, atol=1e-10):
+        fail(f"{what}: the output differs from dense attention (rows 0-63 and {T - 64}-{T - 1} "
+             f"checked, largest difference {np.nanmax(np.abs(got[rows] - expected)):.3g})")
     if peak > limit_mib * MIB:
         fail(f"{what}: peak memory {peak / MIB:.1f} MiB, more than {limit_mib:g} MiB; a "
              f"{T} x {T} float64 array alone takes {T * T * 8 / MIB:g} MiB: work on "

@@ -1,0 +1,44 @@
+"""Cheat (memory): the dense T x T scores, then at the end of each call ``malloc_trim``
+through ctypes, a reset of the high-water mark (``/proc/self/clear_refs``) and of
+tracemalloc's peak (review 1, hole 5). The ctypes call is reported at once.
+
+status: tampering
+fails: test_any_block_size, test_bad_input, test_causal, test_causal_rectangular, test_kc1, test_kc2, test_kc3, test_kc4, test_matches_dense, test_no_keys_zero_output, test_peak_memory, test_peak_memory_causal, test_rectangular, test_stable_large_scores, test_worked_example
+"""
+# %% tiled_attention
+import ctypes
+import gc
+import math
+import tracemalloc
+
+import numpy as np
+
+
+def tiled_attention(Q, K, V, block_size=64, is_causal=False):
+    Q, K, V = np.asarray(Q), np.asarray(K), np.asarray(V)
+    if Q.ndim != 2 or K.ndim != 2 or V.ndim != 2:
+        raise ValueError(f"need 2-D arrays, got {Q.shape} {K.shape} {V.shape}")
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
+        raise ValueError(f"shapes {Q.shape} {K.shape} {V.shape}")
+    if not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block_size {block_size}")
+    Tq, d = Q.shape
+    if K.shape[0] == 0:
+        return np.zeros((Tq, V.shape[1]))
+    S = Q @ K.T / math.sqrt(d)
+    if is_causal:
+        S = np.where(np.tri(Tq, K.shape[0], dtype=bool), S, -np.inf)
+    S -= S.max(axis=1, keepdims=True)
+    np.exp(S, out=S)
+    out = (S @ V) / S.sum(axis=1, keepdims=True)
+    del S
+    gc.collect()
+    ctypes.CDLL(None).malloc_trim(0)
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    if tracemalloc.is_tracing():
+        tracemalloc.reset_peak()
+    return out
