@@ -461,6 +461,22 @@ def _setup() -> None:
                 _audit("autograder.blocked_import", name)
             return None
 
+    def guard_init(cls, init):
+        def __init__(self, *args, _init=init, **kwargs):
+            if direct_learner():  # e.g. a factory function that returns the reference's object
+                report(f"creates a {cls.__module__}.{cls.__qualname__} (a hidden class)")
+            _init(self, *args, **kwargs)
+        own.add(__init__.__code__)
+        return __init__
+
+    for module in private.values():  # the hidden classes: made only by the checks
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and value.__module__ == module.__name__ and \
+                    "__init__" in vars(value):
+                try:
+                    value.__init__ = guard_init(value, vars(value)["__init__"])
+                except (TypeError, AttributeError):
+                    pass
     own.update(f.__code__ for f in (hook, _hook, caller, direct_learner, report, verify,
                                     changes, course_function, is_learner, learner_hooks,
                                     private_class, borrows_private_class, user_values,
