@@ -11,6 +11,13 @@ still mapped memory is handed back first (``gc.collect``, glibc's ``malloc_trim`
 that memory the call reuses from earlier work is not hidden. Where the high-water mark
 cannot be reset, a thread samples the resident set every millisecond during the call (a
 lower bound). The traced peak is measured too, and the larger of the two is reported.
+
+Only *anonymous* memory counts (``RssAnon``: heaps, arrays, buffers), not file-backed pages
+(``RssFile``, ``RssShmem``): the code pages of a shared library that a call runs for the
+first time are not memory it allocated, and counting them made the measure depend on what
+the process had run before. The high-water mark covers both kinds, so the anonymous peak is
+taken as ``VmHWM`` less the file-backed pages resident after the call (file pages only grow
+during a call), and the sampler reads ``RssAnon`` directly.
 """
 
 from __future__ import annotations
@@ -56,22 +63,33 @@ def _reset_high_water_mark() -> bool:
         return False
 
 
+def _anon_kib() -> int | None:
+    """Resident anonymous memory (``RssAnon``; ``VmRSS`` on kernels older than 4.5)."""
+    anon = _status_kib("RssAnon")
+    return anon if anon is not None else _status_kib("VmRSS")
+
+
+def _file_kib() -> int:
+    """Resident file-backed and shared memory (``RssFile`` + ``RssShmem``), 0 if unknown."""
+    return (_status_kib("RssFile") or 0) + (_status_kib("RssShmem") or 0)
+
+
 class _Sampler(threading.Thread):
-    """Samples VmRSS every ``interval`` seconds until stopped; keeps the largest value."""
+    """Samples RssAnon every ``interval`` seconds until stopped; keeps the largest value."""
 
     def __init__(self, interval: float = 0.001):
         super().__init__(daemon=True)
-        self.interval, self.peak_kib = interval, _status_kib("VmRSS") or 0
+        self.interval, self.peak_kib = interval, _anon_kib() or 0
         self._stop_event = threading.Event()
 
     def run(self) -> None:
         while not self._stop_event.wait(self.interval):
-            self.peak_kib = max(self.peak_kib, _status_kib("VmRSS") or 0)
+            self.peak_kib = max(self.peak_kib, _anon_kib() or 0)
 
     def stop(self) -> int:
         self._stop_event.set()
         self.join()
-        return max(self.peak_kib, _status_kib("VmRSS") or 0)
+        return max(self.peak_kib, _anon_kib() or 0)
 
 
 def peak_call_memory(fn: Callable, *args, **kwargs) -> tuple[Any, int, str]:
@@ -90,7 +108,7 @@ def peak_call_memory(fn: Callable, *args, **kwargs) -> tuple[Any, int, str]:
     if tracemalloc.is_tracing():
         raise RuntimeError("tracemalloc is already tracing; measure one call at a time")
     _trim()
-    base = _status_kib("VmRSS")
+    base = _anon_kib()
     sampler = None
     method = "traced"
     if base is not None:
@@ -110,6 +128,6 @@ def peak_call_memory(fn: Callable, *args, **kwargs) -> tuple[Any, int, str]:
         tracemalloc.stop()
         peak_kib = sampler.stop() if sampler is not None else None
     if method == "process":
-        peak_kib = max(peak_kib or 0, _status_kib("VmHWM") or 0)
+        peak_kib = max(peak_kib or 0, (_status_kib("VmHWM") or 0) - _file_kib())
     grown = max(0, (peak_kib or 0) - base) * 1024 if base is not None else 0
     return result, max(grown, traced), method

@@ -188,8 +188,9 @@ def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,
 
     Measured for the whole process (:func:`autograder.memory.peak_call_memory`), so memory
     allocated by torch, a C extension or NumPy counts alike. The T x T score matrix alone
-    would take 128 MiB (a boolean T x T mask 16 MiB). A first call on one block (untimed,
-    unmeasured) lets lazily initialised libraries (imports, BLAS buffers) settle first.
+    would take 128 MiB (a boolean T x T mask 16 MiB). A first call of all queries against one
+    key block (unmeasured) lets lazily initialised libraries (imports, BLAS threads and
+    buffers) settle first.
     The output of the measured call must also be right (the notebook: "The result must
     equal dense attention to 1e-10"), checked on its first and last 64 rows: a call that
     returns zeros, or that gave up the values for the memory, gets no points here.
@@ -198,8 +199,10 @@ def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,
     Q, K, V = (rng.normal(size=(T, d)) for _ in range(3))
     what = (f"tiled attention at T = {T}, d = {d}, block_size = {block_size}, "
             f"is_causal = {is_causal}")
-    _call(tiled, Q[:block_size].copy(), K[:block_size].copy(), V[:block_size].copy(),
-          block_size=block_size, is_causal=is_causal, what=f"{what} (one block)")
+    # Every query against one key block: the measured call's matrix shapes, so BLAS has
+    # started its threads and buffers before the measurement.
+    _call(tiled, Q, K[:block_size].copy(), V[:block_size].copy(),
+          block_size=block_size, is_causal=is_causal, what=f"{what} (one key block)")
     got, peak, _how = _call(peak_call_memory, tiled, Q, K, V, block_size=block_size,
                             is_causal=is_causal, what=what)
     _check_output(got, (T, d), what)
