@@ -34,7 +34,8 @@ LAYOUT = """() => {
   for (const m of main.querySelectorAll('mjx-container[display="true"]')) {
     const inner = m.firstElementChild, box = m.closest('div.math') || m.parentElement;
     const need = Math.max(m.scrollWidth, inner ? inner.getBoundingClientRect().width : 0);
-    if (need <= m.clientWidth + 1 && box.getBoundingClientRect().right <= main.getBoundingClientRect().right + 1) continue;
+    const right = main.getBoundingClientRect().right + 1;
+    if (need <= m.clientWidth + 1 && box.getBoundingClientRect().right <= right) continue;
     const s = getComputedStyle(m);
     const scrolls = s.overflowX === 'auto' || s.overflowX === 'scroll';
     const cue = s.backgroundImage.includes('gradient') && m.offsetHeight - m.clientHeight > 0;
