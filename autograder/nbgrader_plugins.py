@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import nbformat
@@ -11,21 +10,7 @@ from nbgrader.preprocessors import ClearSolutions, DeduplicateIds, Execute, NbGr
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
-
-def test_summary(source: str) -> str:
-    """The first line of a test cell's docstring, or '' when it has none."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return ""
-    doc = ast.get_docstring(tree) or ""
-    return doc.strip().splitlines()[0] if doc.strip() else ""
-
-
-def first_error_line(output) -> str:
-    """``ename: evalue`` of an error output, first line only."""
-    evalue = str(output.get("evalue", "")).strip().splitlines()
-    return f"{output.get('ename', 'Error')}: {evalue[0] if evalue else ''}".rstrip(": ")
+from autograder.notebook import first_error_line, test_summary
 
 
 class HideTestSource(NbGraderPreprocessor):

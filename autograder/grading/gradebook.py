@@ -30,24 +30,6 @@ def max_score(workspace: Path, assignment: str) -> float:
         return float(gb.find_assignment(assignment).max_score)
 
 
-def read_scores(workspace: Path, student_id: str, assignment: str
-                ) -> tuple[float, float, bool, list[dict], float]:
-    """(score after the late penalty, max score, needs manual grading, per-test rows,
-    seconds late) of a graded submission."""
-    with open_gradebook(workspace) as gb:
-        s = gb.find_submission(assignment, student_id)
-        tests = []
-        for nb in s.notebooks:
-            for g in nb.grades:
-                tests.append({"student_id": student_id, "assignment": assignment,
-                              "test": g.name, "score": g.score, "max_score": g.max_score,
-                              "needs_manual_grade": g.needs_manual_grade})
-        # nbgrader keeps the late penalty apart from the score (its export does the same).
-        penalty = float(s.late_submission_penalty or 0.0)
-        return (max(0.0, float(s.score) - penalty), float(s.max_score),
-                bool(s.needs_manual_grade), tests, float(s.total_seconds_late or 0.0))
-
-
 def zero_tests(workspace: Path, student_id: str, assignment: str, names: set[str]) -> list[str]:
     """Set a manual score of 0 on the autograded tests ``names``; return those zeroed."""
     zeroed = []
