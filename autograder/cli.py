@@ -5,6 +5,7 @@ Commands (the book's page "The grading contract", `contract.md`, says what each 
     python -m autograder check NOTEBOOK
     python -m autograder grade SUBMISSIONS [--workspace DIR] [--jobs N] [--timeout S]
                                [--force | --regrade STUDENT ...]
+                               [--scheduler tcp://HOST:8786] [--db-url postgresql://...]
     python -m autograder manual list [ASSIGNMENT] [--workspace DIR]
     python -m autograder manual score STUDENT ASSIGNMENT CELL POINTS [--comment TEXT]
     python -m autograder export [--workspace DIR] [--roster FILE] [--out FILE]
@@ -152,6 +153,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
         sandbox=not args.no_sandbox,
         force=args.force,
         regrade=tuple(args.regrade or ()),
+        scheduler=args.scheduler,
+        db_url=args.db_url,
     )
 
 
@@ -218,6 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-sandbox", action="store_true",
                    help="run learner code without the bubblewrap sandbox and its guard (only "
                         "where no sandbox can start; said in the summary and grades.csv)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="grade on a Dask cluster: the scheduler's address (tcp://HOST:8786); "
+                        "its workers grade, --jobs is not used (see the instructors page)")
+    p.add_argument("--db-url", metavar="URL",
+                   help="the gradebook in PostgreSQL (postgresql://USER@HOST:PORT/DATABASE) "
+                        "instead of WORKSPACE/gradebook.db; kept for later commands on the "
+                        "workspace")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("export", help="the grades to upload to a learning platform: one row "

@@ -10,11 +10,13 @@ command does and what each status means):
 
 - :mod:`~autograder.grading.run`: running a class: lock, discover, resume, hand out, save.
 - :mod:`~autograder.grading.pool`: the worker pool, both ends (``Worker`` and its process).
+- :mod:`~autograder.grading.cluster`: grading on a Dask cluster (``--scheduler``).
 - :mod:`~autograder.grading.autograde`: grading one submission: stage, autograde, its row.
 - :mod:`~autograder.grading.submission`: the submission model, discovery, pre-validation.
 - :mod:`~autograder.grading.integrity`: restored cells and tampering, against the release.
 - :mod:`~autograder.grading.tampering`: static reading of a learner cell for tampering.
-- :mod:`~autograder.grading.gradebook`: nbgrader's gradebook: its one URL, its queries.
+- :mod:`~autograder.grading.gradebook`: nbgrader's gradebook (SQLite or PostgreSQL): its
+  one URL, its queries.
 - :mod:`~autograder.grading.results`: the typed ``Row``, the ``Status`` enum, the CSV files.
 - :mod:`~autograder.grading.release`: generate_assignment; the only writer of the
   workspace's ``nbgrader_config.py``.

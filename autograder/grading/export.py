@@ -42,9 +42,10 @@ def read_roster(path: Path) -> list[str]:
 
 def gradebook_students_and_assignments(workspace: Path) -> tuple[list[str], dict[str, float]]:
     """(student ids, assignment -> max score) recorded in the workspace's gradebook."""
-    if not (workspace / "gradebook.db").is_file():
+    from autograder.grading.gradebook import exists, open_gradebook
+
+    if not exists(workspace):
         return [], {}
-    from autograder.grading.gradebook import open_gradebook
 
     with open_gradebook(workspace) as gb:
         return ([s.id for s in gb.students],

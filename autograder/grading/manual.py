@@ -16,7 +16,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.grading.gradebook import open_gradebook
+from autograder.grading.gradebook import db_url, open_gradebook, shown
+from autograder.grading.gradebook import exists as gradebook_exists
 from autograder.notebook import nbgrader_meta
 
 
@@ -84,7 +85,7 @@ def record_score(workspace: Path, student: str, assignment: str, cell: str, poin
             sub = gb.find_submission(assignment, student)
         except MissingEntry:
             raise ValueError(f"no graded submission of {assignment} by {student!r} in "
-                             f"{workspace / 'gradebook.db'}") from None
+                             f"{shown(db_url(workspace))}") from None
         written = {g.name: (nb, g) for nb in sub.notebooks for g in nb.grades
                    if g.cell.cell_type == "markdown" or g.auto_score is None}
         if cell not in written:
@@ -130,7 +131,7 @@ def _lock(workspace: Path):
 def main_list(workspace: Path, assignment: str | None) -> int:
     """``manual list``: print each written answer: who, which cell, points, the text."""
     workspace = Path(workspace)
-    if not (workspace / "gradebook.db").is_file():
+    if not gradebook_exists(workspace):
         print(f"error: no gradebook in {workspace} (run python -m autograder grade first)",
               file=sys.stderr)
         return 2
@@ -154,7 +155,7 @@ def main_score(workspace: Path, student: str, assignment: str, cell: str, points
     from autograder.grading.record import derive
 
     workspace = Path(workspace).resolve()
-    if not (workspace / "gradebook.db").is_file():
+    if not gradebook_exists(workspace):
         print(f"error: no gradebook in {workspace}", file=sys.stderr)
         return 2
     lock = _lock(workspace)

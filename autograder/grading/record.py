@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autograder.grading.gradebook import exists as gradebook_exists
 from autograder.grading.gradebook import open_gradebook
 from autograder.grading.results import PRIORITY, Row, Status, load_state, save_rows
 
@@ -68,7 +69,7 @@ def fill(row: Row, gb) -> bool:
 
 def derive_rows(workspace: Path, rows: dict[tuple[str, str], Row]) -> dict[tuple[str, str], Row]:
     """Bring ``rows`` (the side table's) up to date with the gradebook, in place."""
-    if rows and (workspace / "gradebook.db").is_file():
+    if rows and gradebook_exists(workspace):
         with open_gradebook(workspace) as gb:
             for row in rows.values():
                 fill(row, gb)

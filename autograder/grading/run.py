@@ -152,12 +152,19 @@ class ClassRun:
 def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeout: int = 60,
                 memory_mb: int = 4096, progress: bool = True, late_penalty: str = "none",
                 sandbox: bool = True, force: bool = False,
-                regrade: tuple[str, ...] = ()) -> int:
+                regrade: tuple[str, ...] = (), scheduler: str | None = None,
+                db_url: str | None = None) -> int:
     """Grade every submission under ``submissions``; write ``workspace/grades.csv``.
 
     A submission is graded when it has no final row yet or when an input of its grade
     changed since (:mod:`~autograder.grading.keys`); ``force`` regrades all, ``regrade``
     the named students' submissions.
+
+    ``scheduler``: the address of a Dask scheduler (``tcp://HOST:8786``); each submission is
+    graded by one of its workers (:mod:`~autograder.grading.cluster`) instead of ``jobs``
+    local workers. ``db_url``: a PostgreSQL URL for the workspace's gradebook instead of its
+    SQLite file, kept for later runs and nbgrader's own commands
+    (:func:`~autograder.grading.gradebook.set_db_url`).
 
     ``submissions`` is only read (it may be the workspace's own ``submitted/``). Returns 0
     when every submission has a row, 1 otherwise, 2 for a bad command line or a workspace
@@ -173,7 +180,7 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         return 2
     from autograder.sandbox import sandbox_error
 
-    why = sandbox_error() if sandbox else None
+    why = sandbox_error() if sandbox and not scheduler else None  # a cluster's: its workers'
     if why:
         print(f"error: the grading kernels cannot be sandboxed here: {why}. Learner code "
               "would run with your rights; to grade anyway, add --no-sandbox", file=sys.stderr)
@@ -187,7 +194,25 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
     except Timeout:
         print(f"error: another grading run is using {workspace}", file=sys.stderr)
         return 2
+    client = None
     try:
+        if db_url:
+            try:
+                gradebook.set_db_url(workspace, db_url)
+            except ValueError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+        if scheduler:
+            from autograder.grading import cluster
+
+            try:
+                client = cluster.connect(scheduler)
+            except RuntimeError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            if gradebook.db_url(workspace).startswith("sqlite"):
+                print("warning: the gradebook is SQLite; with Dask workers on several machines "
+                      "give --db-url postgresql://USER@HOST/DATABASE", file=sys.stderr)
         write_config(workspace, release_directory=workspace / "release",
                      cell_timeout=cell_timeout, late_penalty=late_penalty)
         subs = discover(submissions.resolve())
@@ -201,20 +226,40 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         if run.reasons:
             print(f"regrading {len(run.todo)} submission(s); changed: " + ", ".join(
                 f"{name} ({n})" for name, n in sorted(run.reasons.items())))
-        run.start_workers(jobs)
+        if client is not None:
+            problems = cluster.check_workers(client, run) if run.todo else []
+            if problems:
+                print("error: the cluster cannot grade this class:\n  " + "\n  ".join(problems),
+                      file=sys.stderr)
+                return 2
+            if run.todo and not cluster.workers_in_use(client)[0]:
+                print(f"waiting for Dask workers to join {scheduler}", file=sys.stderr)
+        else:
+            run.start_workers(jobs)
         run.release()
         run.save()
         start = time.monotonic()
-        run.grade(progress)
+        if client is not None:
+            used = cluster.grade(run, client, progress)
+            connected, threads = cluster.workers_in_use(client)
+            where = (f" on {len(used)} Dask worker(s) ({connected} connected, {threads} "
+                     f"thread(s)) at {scheduler}")
+        else:
+            where = f" with {len(run.workers)} worker(s)"
+            run.grade(progress)
         # grades.csv, tests.csv and the summary from the gradebook (the one record).
         for line in derive(workspace)[1]:
             print(line)
         print("kernels sandboxed with bubblewrap (no network, no course files)" if sandbox
               else "WARNING: graded WITHOUT a sandbox (--no-sandbox): learner code ran with "
                    "your rights; the sandbox column of grades.csv says 'none'")
-        print(f"graded {len(run.todo)} submission(s) in {time.monotonic() - start:.1f} s; "
+        print(f"graded {len(run.todo)} submission(s) in {time.monotonic() - start:.1f} s{where}; "
               f"{len(run.rows)} row(s) in {workspace / GRADES_CSV}")
+        if not gradebook.db_url(workspace).startswith("sqlite"):
+            print(f"gradebook: {gradebook.shown(gradebook.db_url(workspace))}")
         expected = {(s.student_id, s.assignment) for s in subs}
         return 0 if expected <= set(run.rows) else 1
     finally:
+        if client is not None:
+            client.close()
         lock.release()
