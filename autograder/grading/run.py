@@ -96,8 +96,8 @@ class ClassRun:
         """Grade ``todo`` with one worker per job; each worker takes the next submission."""
         from tqdm import tqdm
 
-        bar = tqdm(total=len(self.todo), desc="grading", unit="nb", disable=not progress,
-                   file=sys.stderr)
+        bar = tqdm(total=len(self.todo), desc=f"grading with {len(self.workers)} worker(s)",
+                   unit="nb", disable=not progress, file=sys.stderr)
         pending: queue.Queue = queue.Queue()
         for s in self.todo:
             pending.put(s)
