@@ -93,6 +93,23 @@ def test_an_ex02_notebook_submitted_as_ex01_is_wrong_assignment(tmp_path):
     assert submission.prevalidate(submission.Submission("erin", A, right))[1] is None
 
 
+@pytest.mark.parametrize("text,ok", [
+    ("2026-12-01 18:30:00 UTC", True), ("Tuesday, 1 December 2026, 7:30 PM", True),
+    ("soon", False), ("", False)])
+def test_an_unreadable_timestamp_is_named_before_nbgrader_runs(tmp_path, text, ok):
+    """nbgrader fails on a timestamp.txt it cannot parse with "'CourseDirectory' object has
+    no attribute 'fail'", which grade reported as "nbgrader failed: ... see the above
+    traceback"; the row now says which file holds what."""
+    path = write_submission(tmp_path, "tz", A, filled_notebook(A))
+    (path.parent / "timestamp.txt").write_text(text + "\n")
+    nb, bad = submission.prevalidate(submission.Submission("tz", A, path))
+    if ok:
+        assert bad is None and nb is not None
+    else:
+        assert nb is None and bad[0] == Status.ERROR
+        assert bad[1].startswith(f"timestamp.txt holds {text!r}, which is not a date and time")
+
+
 # -- one record: a gradebook built with nbgrader's API ---------------------------------
 
 
@@ -202,6 +219,52 @@ def test_manual_list_and_score_then_grades_and_export_agree(workspace, capsys):
     assert (got["carol"]["status"], got["carol"]["max_score"]) == ("invalid-notebook", "9.0")
     assert (got["dave"]["status"], got["dave"]["score"]) == ("missing", "0.0")
     assert {r["student_id"]: r for r in _csv(workspace / "grades.csv")}["alice"]["score"] == "7.0"
+
+
+def _mark_for_manual_grading(workspace, student):
+    """What nbgrader's autograde does to a scored written answer when it regrades."""
+    with open_gradebook(workspace) as gb:
+        gb.find_grade("derivation", X, X, student).needs_manual_grade = True
+        gb.db.commit()
+
+
+def test_a_regrade_keeps_the_manual_score_of_an_unchanged_answer(workspace, capsys):
+    """A regrade for a moved due date or a fixed hidden test used to put every scored
+    submission back to needs-manual-grading (nbgrader marks the answer again); only a
+    changed answer (a resubmission) goes back to the instructor now."""
+    manual.record_score(workspace, "alice", X, "derivation", 3, "right idea")
+    _mark_for_manual_grading(workspace, "alice")
+    rows, _ = record.derive(workspace)
+    assert (rows[("alice", X)].score, rows[("alice", X)].status) == (7.0, Status.GRADED)
+    derivation = next(t for t in rows[("alice", X)].tests if t["test"] == "derivation")
+    assert derivation["needs_manual_grade"] is False
+    autograded = workspace / "autograded" / "alice" / X / f"{X}.ipynb"
+    nb = nbformat.read(autograded, as_version=4)
+    nb.cells[0].source = "Resubmitted: Var(q.k) = d_k because the terms are independent."
+    nbformat.write(nb, autograded)
+    _mark_for_manual_grading(workspace, "alice")
+    rows, _ = record.derive(workspace)
+    assert (rows[("alice", X)].score, rows[("alice", X)].status) == (
+        7.0, Status.NEEDS_MANUAL_GRADING)
+    manual.main_list(workspace, X)
+    out = capsys.readouterr().out
+    assert ("== alice  exA  derivation  3 / 4 (to review: the answer changed after it was "
+            "scored)  comment: right idea") in out
+    assert "2 written answer(s), 1 ungraded, 1 to review." in out
+
+
+def test_manual_list_shows_a_blank_answer_that_nbgrader_scored(workspace, capsys):
+    """nbgrader scores a written answer left as released 0 itself (not for review):
+    grades.csv says graded, so the list must not call it ungraded."""
+    with open_gradebook(workspace) as gb:
+        g = gb.find_grade("derivation", X, X, "bob")
+        g.auto_score, g.needs_manual_grade = 0.0, False
+        gb.db.commit()
+    manual.main_list(workspace, X)
+    out = capsys.readouterr().out
+    assert "== bob  exA  derivation  0 / 4 (blank: scored by nbgrader)" in out
+    assert "== alice  exA  derivation  ungraded / 4" in out
+    assert "2 written answer(s), 1 ungraded." in out
 
 
 @pytest.mark.parametrize("cell,points,message", [

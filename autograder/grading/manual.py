@@ -10,6 +10,9 @@ and the export agree.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +22,12 @@ import nbformat
 from autograder.grading.gradebook import db_url, open_gradebook, shown
 from autograder.grading.gradebook import exists as gradebook_exists
 from autograder.notebook import nbgrader_meta
+
+# What each manual score was given for: "student/assignment/cell" -> SHA-256 of the answer
+# as it was scored. nbgrader's autograde marks every scored written answer "needs manual
+# grade" again when it regrades a submission (for a moved due date, a fixed hidden test,
+# --force...); :func:`reconcile` clears that mark where the answer has not changed.
+SCORED_JSON = ".autograder/manual_scored.json"
 
 
 @dataclass
@@ -33,6 +42,31 @@ class Answer:
     score: float | None  # the manual score, None while ungraded
     comment: str
     text: str  # the learner's answer as graded (from autograded/)
+    auto_score: float | None = None  # nbgrader's 0 for an answer left as released (blank)
+    needs_grade: bool = True  # the gradebook's needs_manual_grade
+
+    @property
+    def label(self) -> str:
+        """The points as ``manual list`` shows them."""
+        if self.score is None:
+            if not self.needs_grade and self.auto_score is not None:
+                return f"{self.auto_score:g} / {self.max_score:g} (blank: scored by nbgrader)"
+            return f"ungraded / {self.max_score:g}"
+        if self.needs_grade:
+            return (f"{self.score:g} / {self.max_score:g} (to review: the answer changed "
+                    "after it was scored)")
+        return f"{self.score:g} / {self.max_score:g}"
+
+
+def _answer_source(workspace: Path, student: str, assignment: str, notebook: str,
+                   cell: str) -> str | None:
+    path = workspace / "autograded" / student / assignment / f"{notebook}.ipynb"
+    if not path.is_file():
+        return None
+    for c in nbformat.read(path, as_version=4).cells:
+        if nbgrader_meta(c).get("grade_id") == cell:
+            return c.source
+    return None
 
 
 def _answer_text(workspace: Path, student: str, assignment: str, notebook: str,
@@ -40,10 +74,57 @@ def _answer_text(workspace: Path, student: str, assignment: str, notebook: str,
     path = workspace / "autograded" / student / assignment / f"{notebook}.ipynb"
     if not path.is_file():
         return "(autograded notebook not found)"
-    for c in nbformat.read(path, as_version=4).cells:
-        if nbgrader_meta(c).get("grade_id") == cell:
-            return c.source
-    return "(cell not found)"
+    text = _answer_source(workspace, student, assignment, notebook, cell)
+    return "(cell not found)" if text is None else text
+
+
+def _answer_digest(workspace: Path, student: str, assignment: str, notebook: str,
+                   cell: str) -> str:
+    text = _answer_source(workspace, student, assignment, notebook, cell)
+    return "" if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _scored(workspace: Path) -> dict[str, str]:
+    path = workspace / SCORED_JSON
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _remember(workspace: Path, key: str, digest: str) -> None:
+    """Record (atomically) which answer a manual score was given for."""
+    path = workspace / SCORED_JSON
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = _scored(workspace)
+    table[key] = digest
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(table, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def reconcile(workspace: Path, gb) -> int:
+    """Clear nbgrader's "needs manual grade" mark on written answers that keep a manual score
+    (given with ``manual score``) and whose text is the one that was scored: a regrade for
+    another reason (a due date, a hidden test, ``--force``) leaves their score standing. An
+    answer that changed (a resubmission), or was scored in formgrader, keeps the mark.
+    ``gb`` is an open ``nbgrader.api.Gradebook``; returns the number of marks cleared."""
+    from nbgrader.api import Grade
+
+    table = _scored(workspace)
+    if not table:
+        return 0
+    cleared = 0
+    marked = gb.db.query(Grade).filter(Grade.needs_manual_grade.is_(True),
+                                       Grade.manual_score.isnot(None)).all()
+    for g in marked:
+        nb = g.notebook
+        student, assignment = nb.assignment.student.id, nb.assignment.assignment.name
+        digest = table.get(f"{student}/{assignment}/{g.name}")
+        if digest and digest == _answer_digest(workspace, student, assignment, nb.name,
+                                               g.name):
+            g.needs_manual_grade = False
+            cleared += 1
+    if cleared:
+        gb.db.commit()
+    return cleared
 
 
 def answers(workspace: Path, assignment: str | None = None) -> list[Answer]:
@@ -65,7 +146,8 @@ def answers(workspace: Path, assignment: str | None = None) -> list[Answer]:
                         out.append(Answer(sub.student.id, a.name, nb.name, g.name,
                                           float(g.max_score), g.manual_score, comment,
                                           _answer_text(workspace, sub.student.id, a.name,
-                                                       nb.name, g.name)))
+                                                       nb.name, g.name),
+                                          g.auto_score, bool(g.needs_manual_grade)))
     return sorted(out, key=lambda x: (x.assignment, x.student_id, x.cell))
 
 
@@ -103,8 +185,10 @@ def record_score(workspace: Path, student: str, assignment: str, cell: str, poin
             except MissingEntry:
                 raise ValueError(f"{cell} has no comment field in the gradebook") from None
         gb.db.commit()
+        _remember(workspace, f"{student}/{assignment}/{cell}",
+                  _answer_digest(workspace, student, assignment, nb.name, cell))
         return Answer(student, assignment, nb.name, cell, float(grade.max_score),
-                      grade.manual_score, comment or "", "")
+                      grade.manual_score, comment or "", "", grade.auto_score, False)
 
 
 def regenerate_feedback(workspace: Path, student: str, assignment: str) -> str:
@@ -137,13 +221,14 @@ def main_list(workspace: Path, assignment: str | None) -> int:
         return 2
     found = answers(workspace, assignment)
     for a in found:
-        score = "ungraded" if a.score is None else f"{a.score:g}"
-        print(f"== {a.student_id}  {a.assignment}  {a.cell}  {score} / {a.max_score:g}"
+        print(f"== {a.student_id}  {a.assignment}  {a.cell}  {a.label}"
               + (f"  comment: {a.comment}" if a.comment else ""))
         print(a.text.rstrip() or "(blank)")
         print()
-    ungraded = sum(a.score is None for a in found)
-    print(f"{len(found)} written answer(s), {ungraded} ungraded. Score one with: "
+    ungraded = sum(a.score is None and a.needs_grade for a in found)
+    review = sum(a.score is not None and a.needs_grade for a in found)
+    print(f"{len(found)} written answer(s), {ungraded} ungraded"
+          + (f", {review} to review" if review else "") + ". Score one with: "
           "python -m autograder manual score STUDENT ASSIGNMENT CELL POINTS "
           f"--workspace {workspace} [--comment TEXT]")
     return 0

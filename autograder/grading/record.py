@@ -68,9 +68,14 @@ def fill(row: Row, gb) -> bool:
 
 
 def derive_rows(workspace: Path, rows: dict[tuple[str, str], Row]) -> dict[tuple[str, str], Row]:
-    """Bring ``rows`` (the side table's) up to date with the gradebook, in place."""
+    """Bring ``rows`` (the side table's) up to date with the gradebook, in place; first
+    keep the manual scores of written answers a regrade did not change
+    (:func:`autograder.grading.manual.reconcile`)."""
+    from autograder.grading.manual import reconcile
+
     if rows and gradebook_exists(workspace):
         with open_gradebook(workspace) as gb:
+            reconcile(workspace, gb)
             for row in rows.values():
                 fill(row, gb)
     return rows

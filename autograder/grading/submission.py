@@ -88,4 +88,24 @@ def prevalidate(sub: Submission) -> tuple[nbformat.NotebookNode | None, tuple[St
     if actual is not None and actual != sub.assignment:
         return None, (Status.WRONG_ASSIGNMENT, f"this is the notebook of {actual}, not of "
                       f"{sub.assignment} (its read-only cells are those of {actual})")
+    bad_time = check_timestamp(sub.path.parent / "timestamp.txt")
+    if bad_time:
+        return None, (Status.ERROR, bad_time)
     return nb, None
+
+
+def check_timestamp(path: Path) -> str:
+    """"" when ``path`` (a submission's ``timestamp.txt``) is absent or holds a date and
+    time nbgrader can read (``nbgrader.utils.parse_utc``: without a zone, UTC); otherwise
+    what is wrong. nbgrader itself fails on an unreadable one with an ``AttributeError``."""
+    from nbgrader.utils import parse_utc
+
+    if not path.is_file():
+        return ""
+    text = path.read_text(encoding="utf-8", errors="replace").strip()
+    try:
+        parse_utc(text)
+    except (ValueError, OverflowError):
+        return (f"{path.name} holds {text[:80]!r}, which is not a date and time: write the "
+                "submission time, for example 2026-12-01 18:30:00 UTC")
+    return ""
