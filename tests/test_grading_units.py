@@ -218,6 +218,32 @@ def test_diagnosis_names_the_missing_scale_and_nothing_for_a_right_answer():
     assert "over the queries" in diagnose.weights_hint(diagnose._softmax(scores, axis=0))
 
 
+def test_multi_head_diagnosis_is_silent_for_torch_and_names_a_head_split_mistake():
+    """Case 005: mistakes inside the multi-head module get a diagnosis. The right answer is
+    nn.MultiheadAttention's (not our own NumPy formula), so the diagnosis cannot agree with
+    itself by construction."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    B, L, S, d, h = 2, 3, 4, 8, 2
+    builtin = torch.nn.MultiheadAttention(d, h, batch_first=True).double().eval()
+    w, b = builtin.in_proj_weight.detach().numpy(), builtin.in_proj_bias.detach().numpy()
+    params = {n: (w[i * d:(i + 1) * d], b[i * d:(i + 1) * d]) for i, n in enumerate("qkv")}
+    params["o"] = (builtin.out_proj.weight.detach().numpy(), builtin.out_proj.bias.detach().numpy())
+    x, y = torch.randn(B, L, d, dtype=torch.float64), torch.randn(B, S, d, dtype=torch.float64)
+    with torch.no_grad():
+        right = builtin(x, y, y, need_weights=False)[0].numpy()
+    x, y = x.numpy(), y.numpy()
+    assert diagnose.multi_head_attention_hint(right, x, y, y, params, h) == ""
+    # the heads cut across positions: project, reshape (B, T, d) -> (B, h, T, d_k) directly
+    q = (x @ params["q"][0].T + params["q"][1]).reshape(B, h, L, d // h)
+    k = (y @ params["k"][0].T + params["k"][1]).reshape(B, h, S, d // h)
+    v = (y @ params["v"][0].T + params["v"][1]).reshape(B, h, S, d // h)
+    heads = diagnose._softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(d // h)) @ v
+    wrong = heads.transpose(0, 2, 1, 3).reshape(B, L, d) @ params["o"][0].T + params["o"][1]
+    assert "heads split by reshaping" in diagnose.multi_head_attention_hint(
+        wrong, x, y, y, params, h)
+
+
 # -- the result table ------------------------------------------------------------------
 
 

@@ -88,8 +88,84 @@ _MODEL_NAMES = ("embedding, blocks (an nn.ModuleList of TransformerBlock), norm 
                 "out_proj with the shapes given in the notebook")
 
 
-def _matches_one(out: torch.Tensor, candidates: dict[str, torch.Tensor]) -> bool:
+def _matches_one(out: torch.Tensor, candidates: dict) -> bool:
     return any(torch.allclose(out, c, atol=ATOL, rtol=1e-4) for c in candidates.values())
+
+
+def _block_mistakes(r: nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The usual residual and LayerNorm placement mistakes of a block, computed with the
+    reference block ``r`` (holding the learner's weights) on ``x``: words -> output."""
+    def attn(h):
+        return r.self_attn(h)
+
+    def ffn(h, act=torch.relu):
+        return r.linear2(act(r.linear1(h)))
+
+    n1, n2 = r.norm1, r.norm2
+    out = {}
+    with torch.no_grad():
+        h = n1(attn(x))
+        out["no residual connections: LN(Sublayer(x)) instead of LN(x + Sublayer(x))"] = n2(ffn(h))
+        h = attn(n1(x))
+        out["no residual connections (pre-norm): Sublayer(LN(x)) instead of x + "
+            "Sublayer(LN(x))"] = ffn(n2(h))
+        h = x + n1(attn(x))
+        out["the LayerNorm inside the residual branch: x + LN(Sublayer(x)) is neither "
+            "post-norm LN(x + Sublayer(x)) nor pre-norm x + Sublayer(LN(x))"] = h + n2(ffn(h))
+        h = n1(x)
+        h = h + attn(h)
+        g = n2(h)
+        out["the pre-norm residual taken from the normalised input: LN(x) + Sublayer(LN(x)) "
+            "instead of x + Sublayer(LN(x))"] = g + ffn(g)
+        h = n1(x + attn(x))
+        out["no residual connection around the feed-forward network"] = n2(ffn(h))
+        h = x + attn(n1(x))
+        out["no residual connection around the feed-forward network (pre-norm)"] = h + ffn(n2(h))
+        h = n2(x + attn(x))
+        out["norm1 and norm2 swapped: norm1 belongs to the attention sublayer, norm2 to the "
+            "feed-forward network"] = n1(h + ffn(h))
+        h = x + attn(n2(x))
+        out["norm1 and norm2 swapped: norm1 belongs to the attention sublayer, norm2 to the "
+            "feed-forward network (pre-norm)"] = h + ffn(n1(h))
+        gelu = torch.nn.functional.gelu
+        h = n1(x + attn(x))
+        out["an activation other than ReLU in the feed-forward network (the notebook asks for "
+            "ReLU)"] = n2(h + ffn(h, gelu))
+        h = x + attn(n1(x))
+        out["an activation other than ReLU in the feed-forward network (the notebook asks for "
+            "ReLU, pre-norm)"] = h + ffn(n2(h), gelu)
+    return out
+
+
+def _model_mistakes(r: nn.Module, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The usual mistakes of the model around its blocks, with the reference model ``r``
+    (holding the learner's weights): words -> logits."""
+    d_model, T = r.d_model, tokens.shape[1]
+
+    def run(scale=True, pe=True, causal=True, final_norm=True):
+        x = r.embedding(tokens) * (math.sqrt(d_model) if scale else 1.0)
+        if pe:
+            x = x + r.pe[:T]
+        for block in r.blocks:
+            x = block(x, is_causal=causal)
+        return r.out_proj(r.norm(x) if final_norm else x)
+
+    with torch.no_grad():
+        return {
+            "the token embeddings not multiplied by sqrt(d_model)": run(scale=False),
+            "no positional encoding added to the embeddings": run(pe=False),
+            "blocks called without is_causal=True": run(causal=False),
+            "no final LayerNorm before out_proj": run(final_norm=False),
+        }
+
+
+def _matching_mistake(out: torch.Tensor, candidates) -> str:
+    """The words of the first (words, output) pair that ``out`` matches, as a hint ('' when
+    none does)."""
+    for words, c in candidates:
+        if c.shape == out.shape and torch.allclose(out, c, atol=ATOL, rtol=1e-4):
+            return f" Hint: your output matches {words}."
+    return ""
 
 
 # --- the block ------------------------------------------------------------------------------
@@ -142,7 +218,7 @@ def block_matches_reference(TransformerBlock) -> None:
             fail(f"{what}: the output is neither the post-norm block LN(x + Sublayer(x)) nor the "
                  "pre-norm block x + Sublayer(LN(x)) of the same weights (check the residual "
                  "connections, the LayerNorms over the last axis and the ReLU feed-forward "
-                 "network)")
+                 "network)." + _matching_mistake(out, _block_mistakes(reference, x).items()))
 
 
 def block_is_causal(TransformerBlock) -> None:
@@ -266,7 +342,7 @@ def model_matches_reference(TinyTransformer) -> None:
         tokens = _tokens(gen, vocab_size, 3, max_len)
         out = _tensor(_call(model, tokens, what=what), (3, max_len, vocab_size),
                       f"the logits of {what}")
-        expected = {}
+        expected, mistakes = {}, []
         for norm_first in (False, True):
             reference = ref.DecoderOnlyTransformer(vocab_size, d_model, num_heads, num_layers,
                                                    d_ff, max_len, dropout=0.0,
@@ -274,10 +350,11 @@ def model_matches_reference(TinyTransformer) -> None:
             _load_into(reference, model, what, _MODEL_NAMES)
             with torch.no_grad():
                 expected[norm_first] = reference(tokens)
+            mistakes += _model_mistakes(reference, tokens).items()
         if not _matches_one(out, expected):
             fail(f"{what}: with the same weights, the logits differ from those of embedding * "
                  "sqrt(d_model) + positional encoding, the blocks with is_causal=True, the final "
-                 "LayerNorm and out_proj")
+                 "LayerNorm and out_proj." + _matching_mistake(out, mistakes))
 
 
 def eval_mode_is_deterministic(TransformerBlock, TinyTransformer) -> None:

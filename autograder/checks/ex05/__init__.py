@@ -21,6 +21,7 @@ from autograder.checks.ex05._common import (
 from autograder.checks.ex05.mha import (
     mha_does_not_call_torch_attention,
     mha_fully_masked_rows,
+    mha_hint,
     mha_is_causal,
     mha_key_value_default,
     mha_masks,
@@ -58,6 +59,7 @@ __all__ = [
     "sdpa_rejects_bad_input",
     "mha_does_not_call_torch_attention",
     "mha_fully_masked_rows",
+    "mha_hint",
     "mha_is_causal",
     "mha_key_value_default",
     "mha_masks",

@@ -17,7 +17,8 @@ from autograder.checks.ex05._common import (
     _tensor,
     ref,
 )
-from autograder.testing import assert_close, expect_value_error, fail, some_true_per_row
+from autograder import diagnose
+from autograder.testing import assert_close, expect_value_error, explain, fail, some_true_per_row
 
 # --- MultiHeadAttention ----------------------------------------------------------------------
 
@@ -78,6 +79,27 @@ def _builtin_forward(builtin, q, k, v, attn_mask=None):
         return builtin(q, k, v, attn_mask=attn_mask, need_weights=False)[0]
 
 
+def _compare(mine, out, expected, what, q, k, v, num_heads, attn_mask=None, is_causal=False):
+    """assert_close, with the diagnosis of the usual mistakes (scale, head split or merge,
+    mask convention) when it fails; see :func:`autograder.diagnose.multi_head_hint`."""
+    with explain(lambda: diagnose.multi_head_hint(mine, out, q, k, v, attn_mask, is_causal,
+                                                  num_heads=num_heads)):
+        assert_close(_np(out), _np(expected), what, rtol=RTOL, atol=ATOL)
+
+
+def mha_hint(module, out, query, key=None, value=None, attn_mask=None,
+             is_causal: bool = False) -> str:
+    """The usual multi-head attention mistake that ``out = module(query, key, value, ...)``
+    matches (the scale, the head split or merge without the transpose, the mask convention,
+    the softmax axis, a missing out_proj), computed with the module's own weights; '' when
+    none does. For the failure messages of the notebook's visible tests (with
+    :func:`autograder.testing.explain`); it names a mistake and reveals no expected value."""
+    try:
+        return diagnose.multi_head_hint(module, out, query, key, value, attn_mask, is_causal)
+    except Exception:  # noqa: BLE001 - a diagnosis never replaces the failure it explains
+        return ""
+
+
 def mha_submodules(cls) -> None:
     """q_proj, k_proj, v_proj and out_proj are nn.Linear(d_model, d_model, bias=bias)."""
     for d_model, num_heads, bias in ((8, 2, True), (12, 3, False), (6, 1, True)):
@@ -105,10 +127,10 @@ def mha_matches_torch(cls, seed: int = 11) -> None:
             name = f"MultiHeadAttention({d}, {h}, bias={bias}) on {device}"
             what = f"{name}, self-attention of (B, L, d_model) = {(B, L, d)}"
             out = _forward(mine, x, x, x, what=what, shape=(B, L, d), device=device)
-            assert_close(_np(out), _np(_builtin_forward(builtin, x, x, x)), what, rtol=RTOL, atol=ATOL)
+            _compare(mine, out, _builtin_forward(builtin, x, x, x), what, x, x, x, h)
             what = f"{name}, cross-attention from L = {L} to S = {S} with different key and value"
             out = _forward(mine, x, y, z, what=what, shape=(B, L, d), device=device)
-            assert_close(_np(out), _np(_builtin_forward(builtin, x, y, z)), what, rtol=RTOL, atol=ATOL)
+            _compare(mine, out, _builtin_forward(builtin, x, y, z), what, x, y, z, h)
 
 
 def mha_masks(cls, seed: int = 12) -> None:
@@ -129,7 +151,7 @@ def mha_masks(cls, seed: int = 12) -> None:
             what = f"MultiHeadAttention({d}, {h}) on {device} with {name}"
             out = _forward(mine, x, y, y, attn_mask=mask, what=what, shape=(B, L, d), device=device)
             expected = _builtin_forward(builtin, x, y, y, attn_mask=_builtin_mask(mask, B, h))
-            assert_close(_np(out), _np(expected), what, rtol=RTOL, atol=ATOL)
+            _compare(mine, out, expected, what, x, y, y, h, attn_mask=mask)
 
 
 def mha_is_causal(cls, seed: int = 13) -> None:
@@ -146,7 +168,7 @@ def mha_is_causal(cls, seed: int = 13) -> None:
             out = _forward(mine, x, y, y, is_causal=True, what=what, shape=(2, L, d), device=device)
             causal = torch.ones(L, S, dtype=torch.bool, device=device).tril()
             expected = _builtin_forward(builtin, x, y, y, attn_mask=~causal)
-            assert_close(_np(out), _np(expected), what, rtol=RTOL, atol=ATOL)
+            _compare(mine, out, expected, what, x, y, y, h, is_causal=True)
         x = _randn(gen, 2, 6, d, device=device)
         base = _forward(mine, x, is_causal=True, what="self-attention with is_causal=True",
                         shape=(2, 6, d), device=device)
@@ -194,8 +216,8 @@ def mha_fully_masked_rows(cls, seed: int = 15) -> None:
         assert_close(got[0, 1], _np(mine.out_proj.bias), f"{what}: query (0, 1), masked in every "
                      "head, should give out_proj of a zero vector", rtol=RTOL, atol=ATOL)
         with torch.no_grad():
-            expected = _np(oracle(x, y, y, attn_mask=mask))
-        assert_close(got, expected, what, rtol=RTOL, atol=ATOL)
+            expected = oracle(x, y, y, attn_mask=mask)
+        _compare(mine, torch.as_tensor(got), expected, what, x, y, y, h, attn_mask=mask)
 
 
 def mha_permutation_equivariant(cls, seed: int = 16) -> None:

@@ -1,6 +1,7 @@
 """Wrong: inverts a boolean attn_mask before attending (as if it followed nn.MultiheadAttention).
 
 fails: test_mha_fully_masked, test_mha_masks
+hint: meaning inverted: True means the query MAY attend
 """
 # %% MultiHeadAttention
 class MultiHeadAttention(nn.Module):

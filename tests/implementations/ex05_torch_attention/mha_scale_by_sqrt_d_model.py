@@ -1,6 +1,7 @@
 """Wrong: divides each head's scores by sqrt(d_model) instead of sqrt(d_k) (attention written inline).
 
 fails: test_mha_fully_masked, test_mha_is_causal, test_mha_masks, test_mha_matches_torch
+hint: scaled by 1/sqrt(d_model) instead of 1/sqrt(d_k)
 """
 # %% MultiHeadAttention
 class MultiHeadAttention(nn.Module):

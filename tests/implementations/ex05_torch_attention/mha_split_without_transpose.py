@@ -1,6 +1,7 @@
 """Wrong: splits heads by reshaping (B, T, d_model) straight to (B, num_heads, T, d_k), without the transpose, which mixes tokens.
 
 fails: test_mha_fully_masked, test_mha_is_causal, test_mha_masks, test_mha_matches_torch, test_mha_permutation
+hint: heads split and merged by reshaping without swapping the T and head axes
 """
 # %% MultiHeadAttention
 class MultiHeadAttention(nn.Module):

@@ -4,6 +4,7 @@ Without the residual path the block forgets its input; this tiny task still trai
 the outputs are not those of a Transformer block.
 
 fails: test_block_matches_reference, test_model_matches_reference
+hint: check the residual connections
 """
 # %% transformer_block
 class TransformerBlock(nn.Module):
