@@ -117,9 +117,13 @@ def worker_problems(workspace: str, token: str, check_code: str, sources: list[s
         problems.append(f"has no {missing[0]} (the course's solutions/ at the same path)")
     from autograder.grading import keys
 
-    if keys.check_code_digest() != check_code:
+    on_disk = keys.check_code_digest.__wrapped__()
+    if on_disk != check_code:
         problems.append("runs other course code than the coordinator (its autograder/checks "
                         "differ: install the same version of the course)")
+    elif keys.check_code_digest() != on_disk:  # cached when this process first checked
+        problems.append("was started before the course's check code changed: restart the "
+                        "Dask workers")
     if sandbox:
         from autograder.sandbox import sandbox_error
 
