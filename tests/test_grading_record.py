@@ -243,14 +243,20 @@ def test_a_regrade_keeps_the_manual_score_of_an_unchanged_answer(workspace, caps
     nb.cells[0].source = "Resubmitted: Var(q.k) = d_k because the terms are independent."
     nbformat.write(nb, autograded)
     _mark_for_manual_grading(workspace, "alice")
+    with open_gradebook(workspace) as gb:  # scored in formgrader, then graded again
+        gb.find_grade("derivation", X, X, "bob").manual_score = 2.0
+        gb.db.commit()
     rows, _ = record.derive(workspace)
     assert (rows[("alice", X)].score, rows[("alice", X)].status) == (
         7.0, Status.NEEDS_MANUAL_GRADING)
+    assert Status.NEEDS_MANUAL_GRADING.value in rows[("bob", X)].detail
     manual.main_list(workspace, X)
     out = capsys.readouterr().out
     assert ("== alice  exA  derivation  3 / 4 (to review: the answer changed after it was "
             "scored)  comment: right idea") in out
-    assert "2 written answer(s), 1 ungraded, 1 to review." in out
+    assert ("== bob  exA  derivation  2 / 4 (to review: graded again since it was scored; "
+            "score it again to keep it)") in out
+    assert "2 written answer(s), 0 ungraded, 2 to review." in out
 
 
 def test_manual_list_shows_a_blank_answer_that_nbgrader_scored(workspace, capsys):

@@ -44,6 +44,7 @@ class Answer:
     text: str  # the learner's answer as graded (from autograded/)
     auto_score: float | None = None  # nbgrader's 0 for an answer left as released (blank)
     needs_grade: bool = True  # the gradebook's needs_manual_grade
+    changed: bool = True  # a scored answer's text differs from the one scored (or is unknown)
 
     @property
     def label(self) -> str:
@@ -53,8 +54,9 @@ class Answer:
                 return f"{self.auto_score:g} / {self.max_score:g} (blank: scored by nbgrader)"
             return f"ungraded / {self.max_score:g}"
         if self.needs_grade:
-            return (f"{self.score:g} / {self.max_score:g} (to review: the answer changed "
-                    "after it was scored)")
+            why = ("the answer changed after it was scored" if self.changed else
+                   "graded again since it was scored; score it again to keep it")
+            return f"{self.score:g} / {self.max_score:g} (to review: {why})"
         return f"{self.score:g} / {self.max_score:g}"
 
 
@@ -132,6 +134,7 @@ def answers(workspace: Path, assignment: str | None = None) -> list[Answer]:
     by assignment, student and cell."""
     workspace = Path(workspace).resolve()
     out = []
+    scored = _scored(workspace)
     with open_gradebook(workspace) as gb:
         for a in gb.assignments:
             if assignment and a.name != assignment:
@@ -147,7 +150,8 @@ def answers(workspace: Path, assignment: str | None = None) -> list[Answer]:
                                           float(g.max_score), g.manual_score, comment,
                                           _answer_text(workspace, sub.student.id, a.name,
                                                        nb.name, g.name),
-                                          g.auto_score, bool(g.needs_manual_grade)))
+                                          g.auto_score, bool(g.needs_manual_grade),
+                                          f"{sub.student.id}/{a.name}/{g.name}" in scored))
     return sorted(out, key=lambda x: (x.assignment, x.student_id, x.cell))
 
 
