@@ -66,12 +66,13 @@ VOLATILE = {"sys": {"last_type", "last_value", "last_traceback", "ps1", "ps2", "
                          "__IPYTHON__", "copyright", "credits", "license", "help"}}
 
 
-def _snapshot(modules: dict) -> dict:
-    """{(module, name): object} for the functions, classes and modules each module holds,
-    and for the entries of the dictionaries of :data:`WATCHED_CLASSES`."""
+def _snapshot(modules: dict, volatile: dict, classes: tuple) -> dict:
+    """{(module, name): object} for the functions, classes and modules each module holds
+    (less the ``volatile`` names), and for the entries of the dictionaries of ``classes``
+    (:data:`VOLATILE`, :data:`WATCHED_CLASSES`)."""
     snap = {}
     for modname, mod in modules.items():
-        skip = VOLATILE.get(modname, set())
+        skip = volatile.get(modname, set())
         try:
             items = list(vars(mod).items())
         except TypeError:
@@ -82,7 +83,7 @@ def _snapshot(modules: dict) -> dict:
                 continue
             if callable(value) or type(value).__name__ == "module":
                 snap[(modname, name)] = value
-    for modname, clsname in WATCHED_CLASSES:
+    for modname, clsname in classes:
         cls = getattr(modules.get(modname), clsname, None)
         if isinstance(cls, type):
             for k, v in list(vars(cls).items()):
@@ -93,7 +94,13 @@ def _snapshot(modules: dict) -> dict:
 
 def _setup() -> None:
     import importlib
-    import shutil
+    import os  # local names: the closures below never read this module's globals, which
+    import shutil  # learner code can reach (function.__globals__ is not audited) and rebind
+    import sys
+
+    blocked, wrappers, ctypes_events, snapshot = BLOCKED, WRAPPERS, CTYPES_EVENTS, _snapshot
+    volatile = {k: frozenset(v) for k, v in VOLATILE.items()}
+    watched_classes = tuple(WATCHED_CLASSES)
 
     assignment = os.environ.get("AUTOGRADER_ASSIGNMENT", "")
     exposed = [m for m in os.environ.get("AUTOGRADER_EXPOSED", "").split(",") if m]
@@ -195,7 +202,11 @@ def _setup() -> None:
     import threading
     getprofile, gettrace, setprofile, settrace = (sys.getprofile, sys.gettrace, sys.setprofile,
                                                   sys.settrace)
-    state = {"busy": 0, "in_check": 0}
+    state = {"in_check": 0}
+    # How deep each thread is in the guard's own hook (0: not in it). Per thread: a learner
+    # thread's events are checked while the main thread runs the guard, and the reverse.
+    depth: dict = {}
+    from _thread import get_ident
     reported = set()
 
     def report(what: str) -> None:
@@ -206,7 +217,9 @@ def _setup() -> None:
             st = fstat(fd)
             if (st.st_dev, st.st_ino) != fd_id:
                 raise OSError("channel replaced")
-            write(fd, f"violation\t{what}\n".encode("utf-8", "replace"))
+            # A leading newline: whatever a learner wrote into the channel before (a partial
+            # line) cannot glue itself to the report and hide it. One short write is atomic.
+            write(fd, f"\nviolation\t{what[:1000]}\n".encode("utf-8", "replace"))
         except OSError:
             exit_now(86)  # the channel was closed or replaced: no grade without it
 
@@ -228,20 +241,93 @@ def _setup() -> None:
         """Whether learner code performed the operation itself, or through a standard
         library helper that only passes it on (inspect, traceback, pathlib, ...)."""
         frame = caller()
-        while frame is not None and (frame.f_code.co_filename.endswith(WRAPPERS) or
+        while frame is not None and (frame.f_code.co_filename.endswith(wrappers) or
                                      frame.f_code.co_filename.startswith("<frozen")):
             frame = frame.f_back
         return frame is not None and is_learner(frame.f_code)
 
-    def changes() -> list[str]:
+    def library_code(fn) -> bool:
+        """Whether a callback is a library's function or method (not the learner's)."""
+        code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__func__", None),
+                                                        "__code__", None)
+        return code is not None and not is_learner(code)
+
+    def shell_state() -> dict:
+        """What runs the cells and sends their results: callables in the instance
+        dictionaries of IPython's shell, the kernel, its session and sockets (and their
+        classes), the shell's input and AST transformers, custom exception handlers, the
+        learner's event callbacks and the kernel's message handlers. Key ``("+", ...)``:
+        instance entries, whose additions count too (a method shadowed on the instance)."""
+        snap = {}
+        ipy = sys.modules.get("IPython")
+        shell = ipy.get_ipython() if ipy is not None else None
+        if shell is None:
+            return snap
+        kernel = getattr(shell, "kernel", None)
+        objs = {"shell": shell, "kernel": kernel, "session": getattr(kernel, "session", None),
+                "iopub_socket": getattr(kernel, "iopub_socket", None),
+                "iopub_thread": getattr(kernel, "iopub_thread", None),
+                "iopub_thread.socket": getattr(getattr(kernel, "iopub_thread", None), "socket",
+                                               None),
+                "shell_stream": getattr(kernel, "shell_stream", None),
+                "shell_stream.socket": getattr(getattr(kernel, "shell_stream", None), "socket",
+                                               None),
+                "control_stream": getattr(kernel, "control_stream", None),
+                "displayhook": getattr(shell, "displayhook", None),
+                "display_pub": getattr(shell, "display_pub", None),
+                "compile": getattr(shell, "compile", None), "events": getattr(shell, "events",
+                                                                             None)}
+        for name, obj in objs.items():
+            d = getattr(obj, "__dict__", None) if obj is not None else None
+            if not isinstance(d, dict):
+                continue
+            for k, v in list(d.items()) + list((d.get("_trait_values") or {}).items()):
+                if callable(v) and not isinstance(v, type):
+                    snap[("+", f"the kernel's {name}", k)] = v
+            for cls in type(obj).__mro__:
+                if (cls.__module__ or "").startswith(("IPython", "ipykernel", "jupyter_client",
+                                                      "zmq")):
+                    for k, v in list(vars(cls).items()):
+                        if callable(v) or isinstance(v, (staticmethod, classmethod, property)):
+                            snap[(f"{cls.__module__}.{cls.__qualname__}", k)] = v
+        for attr in ("input_transformers_cleanup", "input_transformers_post",
+                     "ast_transformers", "custom_exceptions"):
+            snap[("the shell", attr)] = tuple(getattr(shell, attr, None) or ())
+        for ev, cbs in dict(getattr(getattr(shell, "events", None), "callbacks", {})).items():
+            snap[("the shell's events", ev)] = tuple(cb for cb in cbs if not library_code(cb))
+        ishell = sys.modules.get("IPython.core.interactiveshell")
+        for name in ("exec", "eval"):  # a module global would shadow the builtin for run_code
+            snap[("IPython.core.interactiveshell", name)] = vars(ishell).get(name) if ishell \
+                else None
+        result_cls = getattr(ishell, "ExecutionResult", None)
+        for k, v in list(vars(result_cls).items()) if isinstance(result_cls, type) else ():
+            snap[("IPython's ExecutionResult", k)] = v
+        for attr in ("shell_handlers", "control_handlers"):
+            snap[("the kernel", attr)] = tuple(dict(getattr(kernel, attr, None) or {}).values())
+        return snap
+
+    def same(new, old) -> bool:
+        if type(new) is tuple and type(old) is tuple:
+            return len(new) == len(old) and all(a is b for a, b in zip(new, old))
+        return new is old
+
+    def changes(modules: bool = True) -> list[str]:
+        """What changed since the baseline; ``modules=False``: the shell's state only."""
         if not baseline:
-            baseline.update(_snapshot(watched))
+            baseline.update(snapshot(watched, volatile, watched_classes))
+            baseline.update(shell_state())
             return []
-        now = _snapshot(watched)
-        changed = []
+        now = snapshot(watched, volatile, watched_classes) if modules else {}
+        now.update(shell_state())
+        changed = [f"{key[1]}.{key[2]}" for key in now if key[0] == "+" and key not in baseline]
         for key, old in baseline.items():
+            if not modules and key not in now:
+                continue
             new = now.get(key)
-            if new is old:
+            if same(new, old):
+                continue
+            if key[0] == "+":
+                changed.append(f"{key[1]}.{key[2]}")
                 continue
             code = getattr(new, "__code__", None)
             if new is not None and getattr(new, "__wrapped__", None) is old and \
@@ -316,15 +402,38 @@ def _setup() -> None:
         return code is not None and not is_learner(code)
 
     def hook(event: str, args: tuple) -> None:
-        if state["busy"]:
+        tid = get_ident()
+        level = depth.get(tid, 0)
+        if level:  # an event raised while the guard itself runs (in this thread)
+            if level == 1:
+                depth[tid] = 2  # the frames looked at below raise events too: not checked
+                try:
+                    who = inner_actor()
+                    if who is not None:  # e.g. a metaclass __eq__ the guard's scan compared
+                        report(f"runs its own code inside the guard ({event} from {who})")
+                finally:
+                    depth[tid] = 1
             return
-        state["busy"] += 1
+        depth[tid] = 1
         try:
             _hook(event, args)
         finally:
-            state["busy"] -= 1
+            depth[tid] = 0
+
+    def inner_actor() -> str | None:
+        """The learner function that raised an event while the guard runs, or None when
+        the guard (or a library it called) raised it."""
+        frame = sys._getframe(2)  # below hook
+        while frame is not None and (frame.f_code.co_filename.startswith(("<frozen",
+                                                                          *trusted_prefixes))
+                                     and frame.f_code not in own):
+            frame = frame.f_back
+        if frame is None or frame.f_code in own or not is_learner(frame.f_code):
+            return None
+        return frame.f_code.co_name
 
     forbidden_ops = None  # ex05: torch's attention, however the learner's code reaches it
+    torch_dir = "/nonexistent/"
     if short == "ex05" and "torch" in sys.modules:
         from torch.overrides import TorchFunctionMode
 
@@ -333,17 +442,13 @@ def _setup() -> None:
         class ForbiddenOps(TorchFunctionMode):
             """Reports torch's scaled_dot_product_attention (any of its entry points: F.,
             torch._C._nn., torch.ops.aten.*) and multi_head_attention_forward when called
-            from learner code while a check runs, even through a stored reference."""
+            from learner code while a check runs, even through a stored reference. (The
+            mode is reachable from learner code: no closure, an event the hook judges.)"""
 
-            def __torch_function__(self, func, types, args=(), kwargs=None):
+            def __torch_function__(self, func, types, args=(), kwargs=None, _audit=sys.audit):
                 name = str(getattr(func, "__name__", "") or func)
                 if "scaled_dot_product" in name or "multi_head_attention_forward" in name:
-                    frame = sys._getframe(1)
-                    while frame is not None and (frame.f_code in own or frame.f_code.co_filename
-                                                 .startswith(torch_dir)):
-                        frame = frame.f_back
-                    if frame is not None and is_learner(frame.f_code):
-                        report(f"calls torch's {name}, which this exercise forbids")
+                    _audit("autograder.torch_op", name)
                 return func(*args, **(kwargs or {}))
 
         own.add(ForbiddenOps.__torch_function__.__code__)
@@ -363,7 +468,7 @@ def _setup() -> None:
             settrace(None)
             fn = getattr(privates[mod], name)
             state["in_check"] += 1
-            state["busy"] -= 1  # audit the learner's code while the check runs
+            depth[get_ident()] -= 1  # audit the learner's code while the check runs
             try:
                 if forbidden_ops is not None:
                     with forbidden_ops():
@@ -371,7 +476,7 @@ def _setup() -> None:
                 else:
                     box.append(fn(*a, **kw))
             finally:
-                state["busy"] += 1
+                depth[get_ident()] += 1
                 state["in_check"] -= 1
                 verify(f"after {name}")
             return
@@ -380,13 +485,25 @@ def _setup() -> None:
             if "ipykernel_" in code.co_filename or code.co_filename.startswith("<ipython"):
                 verify("before a cell")
             return
+        if event == "autograder.hidden_init":
+            if direct_learner():  # e.g. a factory function that returns the reference's object
+                report(f"creates a {args[0]} (a hidden class)")
+            return
+        if event == "autograder.torch_op":
+            frame = caller()
+            while frame is not None and (frame.f_code in own or frame.f_code.co_filename
+                                         .startswith(torch_dir)):
+                frame = frame.f_back
+            if frame is not None and is_learner(frame.f_code):
+                report(f"calls torch's {args[0]}, which this exercise forbids")
+            return
         if event == "autograder.decoy":
             if direct_learner():
                 report(f"reads {args[0]} (a hidden module)")
             return
         if event in ("import", "autograder.blocked_import"):
             name = args[0] or ""
-            if name.startswith(BLOCKED) and name not in sys.modules:
+            if name.startswith(blocked) and name not in sys.modules:
                 report(f"imports {name}")
                 raise ModuleNotFoundError(f"No module named {name!r}")
             return
@@ -427,10 +544,15 @@ def _setup() -> None:
                     report(f"replaces {getattr(obj, '__qualname__', '?')}.{name}")
             return
         if event in ("sys._getframe", "sys._current_frames"):
-            hidden = event == "sys._getframe" and args and \
-                args[0].f_code.co_filename.startswith(course_prefix)
+            if sys._getframe(2).f_code in own:  # the guard's own (exec without globals)
+                return
+            hidden = event == "sys._current_frames" or (  # other threads: the guard's too
+                args and args[0].f_code not in own and  # IPython's var_expand: exec's frame
+                args[0].f_code.co_filename.startswith(course_prefix))
             if direct_learner() and (hidden or state["in_check"]):
-                report(f"{event} inside a check")
+                who = caller()
+                report(f"{event} inside a check (from {who.f_code.co_name if who else '?'} in "
+                       f"{os.path.basename(who.f_code.co_filename) if who else '?'})")
             return
         if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents"):
             if direct_learner():
@@ -441,7 +563,7 @@ def _setup() -> None:
             if direct_learner():  # a process without this guard could read this one's memory
                 report(f"starts a process ({event})")
             return
-        if event in CTYPES_EVENTS:
+        if event in ctypes_events:
             if direct_learner():
                 report(f"uses ctypes ({event})")
             return
@@ -456,15 +578,16 @@ def _setup() -> None:
         (``importlib.import_module``); removing it gains nothing, the files are gone."""
 
         @staticmethod
-        def find_spec(name, path=None, target=None, _audit=sys.audit):
-            if name.startswith(BLOCKED):
+        def find_spec(name, path=None, target=None, _audit=sys.audit, _blocked=blocked):
+            if name.startswith(_blocked):
                 _audit("autograder.blocked_import", name)
             return None
 
     def guard_init(cls, init):
-        def __init__(self, *args, _init=init, **kwargs):
-            if direct_learner():  # e.g. a factory function that returns the reference's object
-                report(f"creates a {cls.__module__}.{cls.__qualname__} (a hidden class)")
+        # No closure (function.__closure__ is not audited): only an event the hook judges.
+        def __init__(self, *args, _init=init, _audit=sys.audit,
+                     _name=f"{cls.__module__}.{cls.__qualname__}", **kwargs):
+            _audit("autograder.hidden_init", _name)
             _init(self, *args, **kwargs)
         own.add(__init__.__code__)
         return __init__
@@ -477,12 +600,69 @@ def _setup() -> None:
                     value.__init__ = guard_init(value, vars(value)["__init__"])
                 except (TypeError, AttributeError):
                     pass
-    own.update(f.__code__ for f in (hook, _hook, caller, direct_learner, report, verify,
+    own.update(f.__code__ for f in (hook, _hook, inner_actor, caller, direct_learner, report, verify,
                                     changes, course_function, is_learner, learner_hooks,
                                     private_class, borrows_private_class, user_values,
+                                    library_code, shell_state, same,
                                     BlockedFinder.find_spec, Decoy.__getattr__))
+    # A test cell whose exception learner code then hides (its _render_traceback_ or
+    # __str__ clearing the cell's ExecutionResult, dropping the messages...): IPython runs
+    # each cell's code through builtins.exec, so the exception passes through this wrapper
+    # first and the grader learns of it before any learner code runs (it gives such a test
+    # cell an error if none arrived). Replacing exec back is a change like any other.
+    import _thread
+    import builtins
+    import time
+    import types as _types
+
+    def cell_failed(_write=write, _fd=fd, _exit=exit_now) -> None:  # no closure to rebind
+        try:
+            _write(_fd, b"\ncell\tfailed\n")
+        except OSError:
+            _exit(86)
+
+    def exec_(source, /, *args, _exec=builtins.exec, _failed=cell_failed,
+              _getframe=sys._getframe, _code=_types.CodeType, **kwargs):
+        __tracebackhide__ = True  # noqa: F841 - IPython leaves this frame out of tracebacks
+        if not args and "globals" not in kwargs:  # the caller's namespace, as exec does
+            frame = _getframe(1)
+            return _exec(source, frame.f_globals, frame.f_locals, **kwargs)
+        name = source.co_filename if type(source) is _code else ""
+        if "ipykernel_" not in name and not name.startswith("<ipython"):
+            return _exec(source, *args, **kwargs)
+        try:
+            return _exec(source, *args, **kwargs)
+        except BaseException:
+            _failed()
+            raise
+
+    exec_.__doc__, exec_.__name__, exec_.__qualname__ = builtins.exec.__doc__, "exec", "exec"
+    builtins.exec = exec_
+    own.update((exec_.__code__, cell_failed.__code__))
+
+    def watch() -> None:
+        """Looks at the shell's state four times a second too, not only before cells and
+        checks: a patch that stops the later cells from running (so no check runs either)
+        is found."""
+        tid = get_ident()
+        while True:
+            time.sleep(0.25)
+            if not baseline or state["in_check"]:  # a check may patch and restore (spies)
+                continue
+            depth[tid] = 1
+            try:
+                changed = changes(modules=False)  # cheap: ~1 ms, not the modules' 20 ms
+                if changed:
+                    report(f"changed {', '.join(changed[:5])} (found while the notebook ran)")
+            except Exception:  # noqa: BLE001 - the namespace changed while scanned: next time
+                pass
+            finally:
+                depth[tid] = 0
+
+    own.add(watch.__code__)
     sys.meta_path.insert(0, BlockedFinder)
     sys.addaudithook(hook)
+    _thread.start_new_thread(watch, ())
     write(fd, b"ready\n")
 
 

@@ -312,9 +312,16 @@ def _guarded_execute_class():
             cell, resources = super().preprocess_cell(cell, resources, index)
             km = getattr(self, "km", None)
             if cell.cell_type == "code" and isinstance(km, SandboxedKernelManager):
+                failed = False
                 for line in km.drain_channel():
                     if line.startswith("violation\t"):
                         self._found.append(line.split("\t", 1)[1])
+                    elif line == "cell\tfailed":  # the cell's code raised (the guard's exec)
+                        failed = True
+                if failed and is_grade(cell) and not is_solution(cell) and not any(
+                        o.get("output_type") == "error" for o in cell.outputs):
+                    self._found.append(f"{cell.metadata['nbgrader'].get('grade_id')} raised "
+                                       "an exception, but its error never arrived (hidden)")
                 if self._found and is_grade(cell) and not is_solution(cell):
                     cell.outputs.append(_error(TAMPERING_ERROR, "; ".join(
                         dict.fromkeys(self._found))[:2000]))

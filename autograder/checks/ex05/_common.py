@@ -138,7 +138,10 @@ def _tensor(value, shape: tuple, what: str, device: str | None = None) -> torch.
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
-    return t.detach().to("cpu", torch.float64).numpy()
+    """The values of a learner's tensor as a plain float64 array; a tensor subclass's
+    __torch_function__ is not consulted (it could answer any comparison)."""
+    with torch._C.DisableTorchFunctionSubclass():
+        return np.array(torch.Tensor.numpy(t.detach().to("cpu", torch.float64)))
 
 
 def _randn(gen: torch.Generator, *shape, device="cpu", dtype=torch.float64, scale=1.0):

@@ -177,7 +177,7 @@ def mha_is_causal(cls, seed: int = 13) -> None:
             x2[:, t + 1:] = _randn(gen, 2, 5 - t, d, device=device, scale=5.0)
             what = f"causal self-attention on {device} after changing the tokens after position {t}"
             out = _forward(mine, x2, is_causal=True, what=what, shape=(2, 6, d), device=device)
-            if not torch.allclose(out[:, : t + 1], base[:, : t + 1], rtol=1e-12, atol=1e-12):
+            if not np.allclose(_np(out)[:, : t + 1], _np(base)[:, : t + 1], rtol=1e-12, atol=1e-12):
                 fail(f"{what}: outputs at positions 0..{t} changed, so the future leaks into the past")
 
 

@@ -135,7 +135,8 @@ def sdpa_is_causal(sdpa: Callable, seed: int = 6) -> None:
                 v2[..., t + 1:, :] = _randn(gen, *v2[..., t + 1:, :].shape, device=device, scale=5.0)
                 w2 = f"{what}, after changing keys and values after position {t}"
                 out2 = _sdpa(sdpa, q, k2, v2, what=w2, is_causal=True, device=device)
-                if not torch.allclose(out2[..., : t + 1, :], out[..., : t + 1, :], rtol=1e-12, atol=1e-12):
+                if not np.allclose(_np(out2)[..., : t + 1, :], _np(out)[..., : t + 1, :], rtol=1e-12,
+                                   atol=1e-12):
                     fail(f"{w2}: outputs at positions 0..{t} changed, so the future leaks into the past")
 
 
