@@ -61,9 +61,19 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"error: no notebook at {path}"
               + (f"; did you mean {' or '.join(hint)}?" if hint else ""), file=sys.stderr)
         return 2
-    import nbformat
-
     from autograder import notebook as nbk
+
+    # The kernel starts now and boots while the notebook is read and compared below.
+    started = nbk.start_kernel(path.resolve().parent, timeout=args.timeout)
+    try:
+        return _check(args, path, nbk, started)
+    finally:
+        if started.km is not None:  # not run: stopped early, or the kernel never came up
+            started._cleanup_kernel()
+
+
+def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
+    import nbformat
 
     try:
         nb = nbformat.read(path, as_version=4)
@@ -102,7 +112,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     hidden = nbk.tests_with_hidden_parts(assignment) if assignment else None
-    execution = nbk.execute(nb, path.resolve().parent, timeout=args.timeout)
+    execution = nbk.execute(nb, path.resolve().parent, timeout=args.timeout, started=started)
     rows = nbk.results(nb, hidden, execution)
     if not any(nbk.is_test_cell(c) for c in nb.cells):
         print(f"error: {path} has no nbgrader test cells", file=sys.stderr)
@@ -201,8 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("submissions", help="folder laid out <student_id>/<assignment_id>/<assignment_id>.ipynb")
     p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE),
                    help="grading state, grades.csv and feedback (default .grading)")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                   help="submissions graded in parallel (default: number of cores)")
+    p.add_argument("--jobs", type=int, default=0,
+                   help="submissions graded in parallel (default: one per core, fewer when "
+                        "the available memory holds fewer kernels, as for torch exercises)")
     p.add_argument("--timeout", type=int, default=60, help="seconds one cell may run (default 60)")
     p.add_argument("--memory-mb", type=int, default=4096,
                    help="memory cap of each grading kernel in MiB, 0 for none (default 4096)")

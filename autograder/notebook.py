@@ -209,20 +209,14 @@ def results(nb: nbformat.NotebookNode, hidden: set[str] | None = None,
     return out
 
 
-def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60) -> Execution:
-    """Run ``nb`` in place, cell by cell, in a fresh kernel started in ``cwd``.
-
-    Errors are kept as outputs. A cell still running after ``timeout`` seconds is
-    interrupted and recorded in ``Execution.timed_out``; when the kernel does not answer
-    the interrupt, or dies, the remaining cells are recorded as not run. The kernel's own
-    log (such as its warning about unencrypted TCP) is silenced.
-    """
+def start_kernel(cwd: Path, timeout: int = 60):
+    """Start the kernel that :func:`execute` runs a notebook in (pass it as ``started``),
+    without waiting for it: its start-up (Python, ipykernel) runs while the caller reads
+    and compares the notebook."""
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     import logging
 
-    record = Execution(timeout=timeout)
     quiet = logging.getLogger("autograder.check.kernel")
     quiet.setLevel(logging.CRITICAL)
     quiet.propagate = False
@@ -231,12 +225,14 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60) -> Executio
     logging.getLogger("tornado").setLevel(logging.CRITICAL)
 
     class Client(NotebookClient):
+        record: Execution
+
         async def _async_handle_timeout(self, timeout, cell=None):
-            record.timed_out.add(self._current_index)
+            self.record.timed_out.add(self._current_index)
             return await super()._async_handle_timeout(timeout, cell)
 
     client = Client(
-        nb,
+        nbformat.v4.new_notebook(),
         timeout=timeout,
         allow_errors=True,
         interrupt_on_timeout=True,
@@ -244,7 +240,30 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60) -> Executio
         extra_arguments=["--log-level=ERROR"],
         resources={"metadata": {"path": str(Path(cwd).resolve())}},
         log=quiet,
+        # The results are read from the outputs; nothing is lost by killing the kernel.
+        shutdown_kernel="immediate",
     )
+    client.km = client.create_kernel_manager()
+    client.start_new_kernel()
+    return client
+
+
+def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
+            started=None) -> Execution:
+    """Run ``nb`` in place, cell by cell, in a fresh kernel started in ``cwd`` (or in
+    ``started``, from :func:`start_kernel` with the same ``cwd`` and ``timeout``).
+
+    Errors are kept as outputs. A cell still running after ``timeout`` seconds is
+    interrupted and recorded in ``Execution.timed_out``; when the kernel does not answer
+    the interrupt, or dies, the remaining cells are recorded as not run. The kernel's own
+    log (such as its warning about unencrypted TCP) is silenced.
+    """
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    record = Execution(timeout=timeout)
+    client = started or start_kernel(cwd, timeout)
+    client.nb = nb
+    client.record = record
     with client.setup_kernel():
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
