@@ -97,7 +97,9 @@ def _setup() -> None:
     import os  # local names: the closures below never read this module's globals, which
     import shutil  # learner code can reach (function.__globals__ is not audited) and rebind
     import sys
+    import time
 
+    started = time.perf_counter()
     blocked, wrappers, ctypes_events, snapshot = BLOCKED, WRAPPERS, CTYPES_EVENTS, _snapshot
     volatile = {k: frozenset(v) for k, v in VOLATILE.items()}
     watched_classes = tuple(WATCHED_CLASSES)
@@ -605,6 +607,8 @@ def _setup() -> None:
                                     private_class, borrows_private_class, user_values,
                                     library_code, shell_state, same,
                                     BlockedFinder.find_spec, Decoy.__getattr__))
+    # The grader's profile (benchmarks/bench_grading.py --profile) reads this line.
+    write(fd, f"time\tguard imports\t{time.perf_counter() - started:.4f}\n".encode())
     # A test cell whose exception learner code then hides (its _render_traceback_ or
     # __str__ clearing the cell's ExecutionResult, dropping the messages...): IPython runs
     # each cell's code through builtins.exec, so the exception passes through this wrapper

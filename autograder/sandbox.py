@@ -17,20 +17,33 @@ The course folder, ``solutions/``, the gradebook, the workspace, other submissio
 home folder are not mounted. The kernel talks to nbclient over Jupyter's ``ipc`` transport
 (Unix sockets in a folder bound into the sandbox at its own path), since it has no network, and reports
 what its guard found through a named pipe in the same folder (:meth:`drain_channel`).
+
+Warm kernels (the default; ``AUTOGRADER_WARM_KERNELS=0`` turns them off): a process keeps
+one such sandbox (:class:`Zygote`) whose PID 1, :mod:`autograder.kernel_zygote`, has
+imported ipykernel and NumPy (and torch where the checks use it) and forks each kernel,
+which then runs the guard as a freshly started kernel would. Its root is read-only; before
+each kernel the grader kills every process the previous one left, wipes ``/tmp``,
+``/dev/shm``, System V IPC, the working folder (mounted at :data:`WORK_DIR`), the course
+copy and the connection folder, and copies the next notebook's folder and the course in.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
+from traitlets import default
 
 PACKAGE = Path(__file__).resolve().parent
 COURSE_DIR = "/opt/autograder-course"  # inside the sandbox: the package, deleted at start
@@ -138,6 +151,278 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
+def _kernel_args(cmd: list[str]) -> list[str]:
+    """ipykernel's arguments (``-f FILE ...``) of the kernel command ``cmd``."""
+    args = cmd[1:]
+    if "-m" in args:  # python -m ipykernel_launcher -f FILE ...
+        args = args[args.index("-m") + 2:]
+    return args
+
+
+# --- Warm kernels: one sandbox per grading worker forks a fresh kernel per notebook -------
+
+WORK_DIR = "/submission"  # a forked kernel's working folder (a copy of the notebook's)
+
+
+def warm_kernels() -> bool:
+    """Whether grading kernels are forked from a warm sandbox (:class:`Zygote`); set
+    ``AUTOGRADER_WARM_KERNELS=0`` for one new sandbox and interpreter per kernel."""
+    return os.environ.get("AUTOGRADER_WARM_KERNELS", "1") != "0"
+
+
+def preload_for(assignment: str) -> tuple[str, ...]:
+    """Modules the warm sandbox imports for ``assignment`` beyond ipykernel and NumPy:
+    ``torch`` when its checks use it (ex05, ex07), since that import alone takes ~2 s."""
+    short = assignment.split("_")[0]
+    files = [PACKAGE / "checks" / f"{short}.py", *(PACKAGE / "checks" / short).glob("*.py")]
+    uses = any("import torch" in f.read_text(encoding="utf-8") for f in files if f.is_file())
+    return ("torch",) if uses else ()
+
+
+class ForkedKernel:
+    """The ``subprocess.Popen`` that jupyter_client's provisioner holds for a kernel forked
+    by a :class:`Zygote`: ``pid`` is its PID here, its exit status comes from the zygote."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, zygote: Zygote, nspid: int, pid: int):
+        self.zygote, self.nspid, self.pid = zygote, nspid, pid
+        self.returncode = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.zygote.exit_status(self.nspid)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            with self.zygote.changed:
+                self.zygote.changed.wait(0.05)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+class Zygote:
+    """A warm sandbox (same bubblewrap rules as a kernel's: no network, no course files,
+    its own /tmp and /dev/shm, a read-only root) whose PID 1 is
+    :mod:`autograder.kernel_zygote`, an interpreter that has imported ipykernel, NumPy and
+    ``preload`` and forks one fresh kernel per notebook.
+
+    One kernel at a time: :meth:`prepare` copies the notebook's folder and the course
+    package into the sandbox once the previous kernel and every process it left are gone
+    (:meth:`release`: killed, /tmp, /dev/shm, IPC objects and the working folder wiped).
+    """
+
+    def __init__(self, preload: tuple[str, ...] = ()):
+        import socket
+
+        self.preload = preload
+        self.root = Path(tempfile.mkdtemp(prefix="autograder-zygote-"))
+        for d in ("run", "course", "work"):
+            (self.root / d).mkdir()
+        self.count = 0
+        self.exits: dict[int, int] = {}
+        self.replies: list[dict] = []
+        self.changed = threading.Condition()
+        self.dead = False
+        self.dirty = False
+        sock = self.root / "run" / "zygote.sock"
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(sock))
+        listener.listen(1)
+        listener.settimeout(300)
+        _copy_course(self.root / "course")
+        env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
+        env.update(HOME="/tmp", MPLCONFIGDIR="/tmp/matplotlib", PYTHONPATH=COURSE_DIR,
+                   PYTHONDONTWRITEBYTECODE="1", IPYTHONDIR="/tmp/ipython")
+        run = self.root / "run"
+        box = [bwrap(), "--unshare-all", "--die-with-parent", "--as-pid-1", "--cap-drop", "ALL",
+               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp",
+               *_system_binds(),
+               "--bind", str(run), str(run),
+               "--bind", str(self.root / "course"), COURSE_DIR,
+               "--bind", str(self.root / "work"), WORK_DIR,
+               # kernels share this sandbox one after another: nothing writable but the
+               # folders wiped between them
+               "--remount-ro", "/", "--remount-ro", "/dev",
+               "--chdir", WORK_DIR, "--clearenv"]
+        for k, v in env.items():
+            box += ["--setenv", k, v]
+        box += ["--", sys.executable, "-m", "autograder.kernel_zygote", str(sock), *preload]
+        self.proc = subprocess.Popen(box, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        try:
+            self.conn, _ = listener.accept()  # the zygote's only connection; then none
+        except OSError as exc:
+            self.proc.kill()
+            raise RuntimeError(f"the warm kernel sandbox did not start: {exc}") from exc
+        finally:
+            listener.close()
+            sock.unlink()
+        threading.Thread(target=self._read, daemon=True).start()
+        ready = self._reply("ready", timeout=300)
+        self.pid = self._host_pid(self.proc.pid, ready["ready"])
+        self.dirty = True  # its own course copy (imported now) goes before the first kernel
+
+    def _read(self) -> None:
+        for line in self.conn.makefile("rb"):
+            msg = json.loads(line)
+            with self.changed:
+                if "exit" in msg:
+                    self.exits[msg["exit"]] = msg["status"]
+                else:
+                    self.replies.append(msg)
+                self.changed.notify_all()
+        with self.changed:
+            self.dead = True
+            self.changed.notify_all()
+
+    def _reply(self, key: str, timeout: float = 60) -> dict:
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while not any(key in r for r in self.replies):
+                if self.dead or time.monotonic() > deadline:
+                    raise RuntimeError("the warm kernel sandbox stopped answering")
+                self.changed.wait(0.1)
+            msg = next(r for r in self.replies if key in r)
+            self.replies.remove(msg)
+            return msg
+
+    def _send(self, msg: dict) -> None:
+        self.conn.sendall((json.dumps(msg) + "\n").encode())
+
+    @staticmethod
+    def _host_pid(parent: int, nspid: int) -> int:
+        """The PID, here, of the process below ``parent`` whose PID in the sandbox is
+        ``nspid``."""
+        for pid in [parent, *_descendants(parent)]:
+            try:
+                with open(f"/proc/{pid}/status", encoding="ascii") as f:
+                    ns = next(ln for ln in f if ln.startswith("NSpid:")).split()[1:]
+            except (OSError, StopIteration):
+                continue
+            if len(ns) > 1 and int(ns[-1]) == nspid:
+                return pid
+        raise RuntimeError(f"no process {nspid} in the warm kernel sandbox")
+
+    def alive(self) -> bool:
+        return not self.dead and self.proc.poll() is None
+
+    def exit_status(self, nspid: int) -> int | None:
+        with self.changed:
+            if nspid in self.exits:
+                return self.exits[nspid]
+            return -signal.SIGKILL if self.dead else None
+
+    def prepare(self, cwd: Path) -> tuple[Path, str]:
+        """Copy the notebook's folder ``cwd`` and the course package into the sandbox for the
+        next kernel; return (the run folder, the kernel's name in it)."""
+        if self.dirty:
+            self.release()
+        self.dirty = True
+        self.count += 1
+        _copy_course(self.root / "course")
+        shutil.copytree(cwd, self.root / "work", symlinks=True, dirs_exist_ok=True)
+        return self.root / "run", f"kernel{self.count}"
+
+    def fork(self, request: dict) -> ForkedKernel:
+        """Fork a kernel (see :mod:`autograder.kernel_zygote`)."""
+        self._send({"fork": request})
+        nspid = self._reply("pid")["pid"]
+        return ForkedKernel(self, nspid, self._host_pid(self.pid, nspid))
+
+    def release(self) -> None:
+        """Kill what the last kernel left running; wipe every folder it could write."""
+        if not self.dirty:
+            return
+        if self.alive():
+            self._send({"clean": True})
+            self._reply("clean")
+        for d in ("run", "course", "work"):  # the mount points stay, their contents go
+            for p in (self.root / d).iterdir():
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
+        self.dirty = False
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+_ZYGOTE: list[Zygote] = []  # this process's warm sandbox (a grading worker has one)
+
+
+def zygote_for(assignment: str) -> Zygote:
+    """This process's warm sandbox, (re)started when it died or lacks a module that
+    ``assignment``'s checks import."""
+    need = preload_for(assignment)
+    if _ZYGOTE and _ZYGOTE[0].alive() and set(need) <= set(_ZYGOTE[0].preload):
+        return _ZYGOTE[0]
+    if _ZYGOTE:
+        old = _ZYGOTE.pop()
+        need = tuple(sorted(set(need) | set(old.preload)))
+        old.close()
+    zygote = Zygote(need)
+    if not _ZYGOTE:
+        import atexit
+
+        atexit.register(lambda: _ZYGOTE and _ZYGOTE.pop().close())
+    _ZYGOTE.append(zygote)
+    return zygote
+
+
+def _ready_client_class():
+    from jupyter_client.asynchronous import AsyncKernelClient
+
+    class ReadyClient(AsyncKernelClient):
+        """jupyter_client's client, less the 0.2 s of silence on IOPub it waits for once the
+        kernel answered (nbclient reads only the IOPub messages of each cell's request)."""
+
+        async def wait_for_ready(self, timeout: float | None = None) -> None:
+            import queue
+
+            deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+            while True:
+                self.kernel_info()
+                try:
+                    msg = await self.shell_channel.get_msg(timeout=1)
+                except queue.Empty:
+                    pass
+                else:
+                    if msg["msg_type"] == "kernel_info_reply":
+                        try:  # IOPub connected: the kernel's status reaches it
+                            await self.iopub_channel.get_msg(timeout=0.2)
+                        except queue.Empty:
+                            pass
+                        else:
+                            self._handle_kernel_info_reply(msg)
+                            return
+                if not await self._async_is_alive():
+                    raise RuntimeError("Kernel died before replying to kernel_info")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
+
+    return ReadyClient
+
+
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel manager whose kernels run in a bubblewrap sandbox (see the module docstring).
 
@@ -151,45 +436,63 @@ class SandboxedKernelManager(AsyncKernelManager):
     assignment: str = ""
     exposed: tuple[str, ...] = ()
 
+    @default("client_factory")
+    def _client_factory_default(self):
+        return _ready_client_class()
+
     async def _async_pre_start_kernel(self, **kw):
         error = sandbox_error()
         if error:
             raise RuntimeError(f"no sandbox for the grading kernel: {error}")
-        self.scratch = Path(tempfile.mkdtemp(prefix="autograder-kernel-"))
-        run = self.scratch / "run"
-        run.mkdir()
-        os.mkfifo(run / CHANNEL, 0o600)
+        self._zygote = zygote_for(self.assignment) if warm_kernels() else None
+        if self._zygote is not None:  # a fork of the warm sandbox's interpreter
+            cwd = Path(kw.get("cwd") or os.getcwd()).resolve()
+            run, name = self._zygote.prepare(cwd)
+            self.scratch = None
+        else:
+            self.scratch = Path(tempfile.mkdtemp(prefix="autograder-kernel-"))
+            run, name = self.scratch / "run", "kernel"
+            run.mkdir()
+        self._channel_path = run / f"{name}.{CHANNEL}"
+        os.mkfifo(self._channel_path, 0o600)
         # Opened now, non-blocking: the kernel's guard opens the write end when it starts.
-        self._channel = os.open(run / CHANNEL, os.O_RDONLY | os.O_NONBLOCK)
+        self._channel = os.open(self._channel_path, os.O_RDONLY | os.O_NONBLOCK)
         self._channel_buffer = b""
         self.transport = "ipc"
-        self.ip = str(run / "kernel")
-        self.connection_file = str(run / "kernel.json")
+        self.ip = str(run / name)
+        self.connection_file = str(run / f"{name}.json")
         cmd, kw = await super()._async_pre_start_kernel(**kw)
+        if self._zygote is not None:
+            self._fork = {"argv": _kernel_args(cmd), "cwd": WORK_DIR,
+                          "env": self._kernel_env(kw, run)}
+            return cmd, kw
         return self._wrap(cmd, kw), kw
+
+    def _kernel_env(self, kw: dict, run: Path) -> dict:
+        """The kernel's whole environment (``run`` is mounted at its own path: the
+        connection file names it)."""
+        env = kw.get("env") or dict(os.environ)
+        kept = {k: v for k, v in env.items() if k in KEEP_ENV}
+        kept.update(HOME="/tmp", MPLCONFIGDIR="/tmp/matplotlib", PYTHONPATH=COURSE_DIR,
+                    PYTHONDONTWRITEBYTECODE="1", JUPYTER_RUNTIME_DIR=str(run),
+                    IPYTHONDIR="/tmp/ipython", AUTOGRADER_ASSIGNMENT=self.assignment,
+                    AUTOGRADER_EXPOSED=",".join(self.exposed),
+                    AUTOGRADER_CHANNEL=str(self._channel_path),
+                    AUTOGRADER_COURSE_DIR=COURSE_DIR)
+        if _rust_sysroot():
+            kept["RUSTC"] = str(Path(_rust_sysroot(), "bin", "rustc"))
+        return kept
 
     def _wrap(self, cmd: list[str], kw: dict) -> list[str]:
         cwd = Path(kw.get("cwd") or os.getcwd()).resolve()
         work = self.scratch / "work"
         shutil.copytree(cwd, work, symlinks=True)
         _copy_course(self.scratch / "course")
-        env = kw.get("env") or dict(os.environ)
-        kept = {k: v for k, v in env.items() if k in KEEP_ENV}
-        run = self.scratch / "run"  # mounted at the same path: the connection file names it
-        kept.update(HOME="/tmp", MPLCONFIGDIR="/tmp/matplotlib", PYTHONPATH=COURSE_DIR,
-                    PYTHONDONTWRITEBYTECODE="1", JUPYTER_RUNTIME_DIR=str(run),
-                    IPYTHONDIR="/tmp/ipython", AUTOGRADER_ASSIGNMENT=self.assignment,
-                    AUTOGRADER_EXPOSED=",".join(self.exposed),
-                    AUTOGRADER_CHANNEL=str(run / CHANNEL),
-                    AUTOGRADER_COURSE_DIR=COURSE_DIR)
-        if _rust_sysroot():
-            kept["RUSTC"] = str(Path(_rust_sysroot(), "bin", "rustc"))
-        kw["env"] = kept
+        run = self.scratch / "run"
+        kept = kw["env"] = self._kernel_env(kw, run)
         # Our launcher instead of ipykernel's; its arguments (-f FILE ...) stay.
         inner = [sys.executable, "-m", "autograder.kernel_guard"]
-        args = cmd[1:]
-        if "-m" in args:  # python -m ipykernel_launcher -f FILE ...
-            args = args[args.index("-m") + 2:]
+        args = _kernel_args(cmd)
         # bwrap applies mounts in order: the empty /tmp comes before the binds, so that a
         # course (and its .venv) cloned under /tmp is still visible, read-only, inside.
         box = [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
@@ -202,13 +505,22 @@ class SandboxedKernelManager(AsyncKernelManager):
             box += ["--setenv", k, v]
         return [*box, "--", *inner, *args]
 
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        if getattr(self, "_zygote", None) is None:
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        proc = self._zygote.fork(self._fork)
+        prov = self.provisioner
+        prov.process, prov.pid, prov.pgid, prov.cwd = proc, proc.pid, None, kw.get("cwd")
+        self._reconcile_connection_info(prov.connection_info)
+
     async def interrupt_kernel(self) -> None:
         """SIGINT to the processes inside the sandbox, not to bwrap itself (which would die
         and take the kernel with it): the learner's cell gets a KeyboardInterrupt."""
         proc = getattr(self.provisioner, "process", None) if self.provisioner else None
         if proc is None:
             return
-        for pid in _descendants(proc.pid):
+        forked = [proc.pid] if isinstance(proc, ForkedKernel) else []
+        for pid in forked + _descendants(proc.pid):
             try:
                 with open(f"/proc/{pid}/comm", encoding="ascii") as f:
                     if f.read().strip() == "bwrap":
@@ -243,6 +555,10 @@ class SandboxedKernelManager(AsyncKernelManager):
         if getattr(self, "_channel", None) is not None:
             os.close(self._channel)
             self._channel = None
+        zygote = getattr(self, "_zygote", None)
+        if zygote is not None:  # the kernel's leftovers killed, its files wiped
+            self._zygote = None
+            zygote.release()
         scratch = getattr(self, "scratch", None)
         if scratch is not None and scratch.is_dir():
             shutil.rmtree(scratch, ignore_errors=True)
@@ -306,10 +622,30 @@ def _guarded_execute_class():
 
         def preprocess(self, nb, resources, km=None):
             self._found: list[str] = []
-            return super().preprocess(nb, resources, km=km)
+            start = time.perf_counter()
+            try:
+                return super().preprocess(nb, resources, km=km)
+            finally:
+                PROFILE["execute"] = PROFILE.get("execute", 0.0) + time.perf_counter() - start
+
+        def start_new_kernel(self, **kwargs):
+            with profiled("kernel start"):
+                return super().start_new_kernel(**kwargs)
+
+        def start_new_kernel_client(self):
+            # Every cell has run when the kernel stops, and nothing in the sandbox is kept:
+            # kill it rather than wait for ipykernel to shut itself down.
+            self.shutdown_kernel = "immediate"
+            with profiled("kernel start"):
+                return super().start_new_kernel_client()
 
         def preprocess_cell(self, cell, resources, index):
-            cell, resources = super().preprocess_cell(cell, resources, index)
+            role = ("test cells" if is_grade(cell) and not is_solution(cell) else
+                    "learner cells" if is_solution(cell) or cell.cell_type != "code" or
+                    not cell.get("metadata", {}).get("nbgrader", {}).get("locked")
+                    else "setup cells")
+            with profiled(role):
+                cell, resources = super().preprocess_cell(cell, resources, index)
             km = getattr(self, "km", None)
             if cell.cell_type == "code" and isinstance(km, SandboxedKernelManager):
                 failed = False
@@ -318,6 +654,9 @@ def _guarded_execute_class():
                         self._found.append(line.split("\t", 1)[1])
                     elif line == "cell\tfailed":  # the cell's code raised (the guard's exec)
                         failed = True
+                    elif line.startswith("time\t"):  # the guard's own start-up
+                        _, what, secs = line.split("\t")
+                        PROFILE[what] = PROFILE.get(what, 0.0) + float(secs)
                 if failed and is_grade(cell) and not is_solution(cell) and not any(
                         o.get("output_type") == "error" for o in cell.outputs):
                     self._found.append(f"{cell.metadata['nbgrader'].get('grade_id')} raised "
@@ -331,6 +670,19 @@ def _guarded_execute_class():
 
 
 TAMPERING_ERROR = "TamperingDetected"
+# Seconds spent per phase in this process (a grading worker), read and reset per submission
+# by autograder.grading.autograde when profiling (benchmarks/bench_grading.py --profile).
+PROFILE: dict[str, float] = {}
+
+
+@contextlib.contextmanager
+def profiled(what: str):
+    """Add the seconds the ``with`` block takes to ``PROFILE[what]``."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        PROFILE[what] = PROFILE.get(what, 0.0) + time.perf_counter() - start
 
 
 def __getattr__(name):  # nbgrader imports the preprocessor by name; build it on demand

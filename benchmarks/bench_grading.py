@@ -1,14 +1,18 @@
-"""Grading a class: `python -m autograder grade --jobs 2` against plain sequential nbgrader.
+"""Grading a class: `python -m autograder grade` against plain sequential nbgrader.
 
 A generated class of 40 ex01 submissions (correct, untouched and wrong ones mixed) is
 graded twice in the same run, each in a fresh workspace with the course's nbgrader config:
 
 - plain: `nbgrader generate_assignment`, `nbgrader autograde` (all students, one process,
   one after another) and `nbgrader generate_feedback`;
-- ours:  `python -m autograder grade --jobs 2` (release, autograde and feedback).
+- ours:  `python -m autograder grade` (release, autograde and feedback).
 
-Prints both times and their ratio, checks that every student got the same score, and
-appends a JSON line to _build/bench.jsonl. Usage: python benchmarks/bench_grading.py [--n 40]
+Prints both times and their ratio, the CPU floor (the plain run's CPU seconds divided by
+the cores: no grading of this class can take less time), checks that every student got the
+same score, and appends a JSON line to _build/bench.jsonl. ``--profile`` prints where
+grading's time goes (kernel start, imports, cells, nbgrader, feedback, our own checks),
+summed over the class; ``--mixed 20`` also grades a class of 20 ex01 + 20 ex02 + 20 ex05.
+Usage: python benchmarks/bench_grading.py [--n 40] [--profile] [--mixed 20] [--jobs J]
 """
 
 from __future__ import annotations
@@ -34,80 +38,198 @@ from autograder.config import EXERCISES  # noqa: E402
 A = "ex01_python_attention"
 
 
-def make_class(root: Path, n: int) -> None:
+def make_class(root: Path, n: int, assignment: str = A, offset: int = 0) -> None:
+    """``n`` submissions of ``assignment`` (correct, untouched and wrong ones in turn)."""
     import nbformat
 
-    kinds = [("correct", filled_notebook(A))]
-    kinds.append(("stub", nbformat.read(EXERCISES / A / f"{A}.ipynb", as_version=4)))
-    for name, path in variants(A).items():
-        kinds.append((name, filled_notebook(A, parse_variant(path)[0])))
+    kinds = [("correct", filled_notebook(assignment))]
+    kinds.append(("stub", nbformat.read(EXERCISES / assignment / f"{assignment}.ipynb",
+                                        as_version=4)))
+    for name, path in variants(assignment).items():
+        kinds.append((name, filled_notebook(assignment, parse_variant(path)[0])))
     for i in range(n):
         kind, nb = kinds[i % len(kinds)]
-        write_submission(root, f"student{i:03d}-{kind}", A, nb)
+        write_submission(root, f"student{offset + i:03d}-{kind}", assignment, nb)
 
 
-def env() -> dict:
+def env(profile: Path | None = None, warm: bool = True) -> dict:
     e = dict(os.environ)
     e["PATH"] = os.path.dirname(sys.executable) + os.pathsep + e.get("PATH", "")
+    if not warm:  # plain nbgrader: the course's sandboxed kernel, a new one per notebook
+        e["AUTOGRADER_WARM_KERNELS"] = "0"
+    if profile is not None:
+        e["AUTOGRADER_PROFILE"] = str(profile)
     return e
 
 
-def timed(cmd: list[str], cwd: Path) -> float:
+class CpuMeter:
+    """CPU seconds of the commands run through :func:`timed`, every process they start
+    included (a cgroup v1 ``cpuacct`` group, where this machine lets us make one, since a
+    process killed before its parent waits for it is missing from ``RUSAGE_CHILDREN``)."""
+
+    def __init__(self, name: str):
+        self.group = Path("/sys/fs/cgroup/cpuacct") / f"bench-grading-{os.getpid()}-{name}"
+        try:
+            self.group.mkdir()
+        except OSError:
+            self.group = None
+        self.rusage = children_cpu()
+
+    def join(self) -> None:  # in the child, before exec
+        if self.group is not None:
+            (self.group / "cgroup.procs").write_text(str(os.getpid()))
+
+    def seconds(self) -> float:
+        if self.group is None:
+            return children_cpu() - self.rusage
+        used = int((self.group / "cpuacct.usage").read_text()) / 1e9
+        try:
+            self.group.rmdir()
+        except OSError:
+            pass
+        return used
+
+
+def timed(cmd: list[str], cwd: Path, profile: Path | None = None,
+          meter: CpuMeter | None = None, warm: bool = True) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=cwd, env=env(profile, warm), capture_output=True, text=True,
+                          preexec_fn=meter.join if meter else None)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return time.perf_counter() - start
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes and their children."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+# The profile's rows: (label, keys of the workers' JSON lines summed into it).
+PHASES = [("kernel start (bwrap, Python, ipykernel)", ["kernel start", "-guard imports"]),
+          ("imports (the guard: checks, numpy...)", ["guard imports"]),
+          ("setup cells (the notebook's imports)", ["setup cells"]),
+          ("learner cells", ["learner cells"]),
+          ("test cells", ["test cells"]),
+          ("kernel shutdown", ["execute", "-kernel start", "-setup cells", "-learner cells",
+                               "-test cells"]),
+          ("nbgrader bookkeeping", ["autograde", "-execute"]),
+          ("feedback", ["feedback"]),
+          ("own checks (prevalidation, integrity, scans)", ["own checks"]),
+          ("side table and CSV writes", ["csv writes"])]
+
+
+def profile_table(path: Path) -> list[str]:
+    """The profile's lines: seconds per phase summed over the class."""
+    sums: dict[str, float] = {}
+    for line in path.read_text().splitlines():
+        for k, v in json.loads(line).items():
+            if isinstance(v, (int, float)):
+                sums[k] = sums.get(k, 0.0) + v
+    lines = []
+    for label, keys in PHASES:
+        secs = sum(-sums.get(k[1:], 0.0) if k.startswith("-") else sums.get(k, 0.0)
+                   for k in keys)
+        lines.append(f"    {label:<46} {secs:8.1f} s")
+    lines.append(f"    {'total in workers':<46} {sums.get('total', 0.0):8.1f} s")
+    return lines
+
+
+def bench(tmp: Path, name: str, counts: dict[str, int], jobs: int | None,
+          profile: bool) -> dict:
+    """Grade one class both ways; return the result (times, ratio, CPU floor, profile)."""
+    root = tmp / name
+    offset = 0
+    for assignment, n in counts.items():
+        make_class(root / "class", n, assignment, offset)
+        offset += n
+    # plain nbgrader: the same config, nbgrader's own commands, sequential
+    plain_ws = root / "plain"
+    (root / "empty-class").mkdir()  # grading no one writes the workspace's config
+    subprocess.run([sys.executable, "-m", "autograder", "grade", str(root / "empty-class"),
+                    "--workspace", str(plain_ws), "--no-progress"], env=env(),
+                   capture_output=True, check=True)
+    shutil.copytree(root / "class", plain_ws / "submitted")
+    nbg = [sys.executable, "-m", "nbgrader"]
+    meter = CpuMeter(f"{name}-plain")
+    t_plain = 0.0
+    for assignment in counts:
+        for step in ("generate_assignment", "autograde", "generate_feedback"):
+            t_plain += timed(nbg + [step, assignment, "--force"], plain_ws, meter=meter,
+                             warm=False)
+    cpu_plain = meter.seconds()
+    # ours
+    ours_ws = root / "ours"
+    prof = root / "profile.jsonl" if profile else None
+    cmd = [sys.executable, "-m", "autograder", "grade", str(root / "class"), "--workspace",
+           str(ours_ws), "--no-progress"] + (["--jobs", str(jobs)] if jobs else [])
+    meter = CpuMeter(f"{name}-ours")
+    t_ours = timed(cmd, REPO, prof, meter)
+    time.sleep(0.5)  # the warm sandboxes die with their workers
+    cpu_ours = meter.seconds()
+    from nbgrader.api import Gradebook
+
+    plain = {}
+    with Gradebook(f"sqlite:///{plain_ws / 'gradebook.db'}") as gb:
+        for assignment in counts:
+            plain.update({(s.student.id, assignment): s.score
+                          for s in gb.find_assignment(assignment).submissions})
+    with (ours_ws / "grades.csv").open() as f:
+        ours = {(r["student_id"], r["assignment"]): float(r["score"])
+                for r in csv.DictReader(f)}
+    cores = os.cpu_count() or 1
+    result = {"benchmark": "grading_class", "class": name, "submissions": sum(counts.values()),
+              "assignments": list(counts), "jobs": jobs or "default",
+              "plain_nbgrader_s": round(t_plain, 2), "autograder_s": round(t_ours, 2),
+              "speedup": round(t_plain / t_ours, 3), "identical_scores": plain == ours,
+              "plain_cpu_s": round(cpu_plain, 1), "autograder_cpu_s": round(cpu_ours, 1),
+              "cores": cores, "cpu_floor_s": round(cpu_plain / cores, 2)}
+    print(f"class {name}: {sum(counts.values())} submissions "
+          f"({', '.join(f'{n} {a}' for a, n in counts.items())}), {cores} cores")
+    print(f"  plain nbgrader (sequential): {t_plain:7.1f} s  ({cpu_plain:.1f} CPU s)")
+    print(f"  autograder --jobs {jobs or 'default'}:  {t_ours:7.1f} s  ({cpu_ours:.1f} CPU s)")
+    print(f"  speed-up: {t_plain / t_ours:.2f}x; identical scores: {plain == ours}")
+    print(f"  CPU floor (plain run's CPU seconds / {cores} cores): {cpu_plain / cores:.1f} s; "
+          f"grading took {t_ours / (cpu_plain / cores):.2f}x the floor")
+    if prof is not None and prof.is_file():
+        print("  profile of autograder grade, seconds summed over the class:")
+        print("\n".join(profile_table(prof)))
+    if plain != ours:
+        result["differences"] = {f"{k[0]}/{k[1]}": (plain.get(k), ours.get(k))
+                                 for k in set(plain) | set(ours) if plain.get(k) != ours.get(k)}
+        print(f"  scores differ: {result['differences']}")
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=40, help="submissions in the class")
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--n", type=int, default=40, help="submissions in the ex01 class")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="autograder grade --jobs (default: grade's own default)")
+    parser.add_argument("--profile", action="store_true",
+                        help="print where grading's time goes, summed over the class")
+    parser.add_argument("--mixed", type=int, default=0, metavar="N",
+                        help="also grade a class of N ex01 + N ex02 + N ex05 submissions")
+    parser.add_argument("--only-mixed", action="store_true", help="skip the ex01 class")
     args = parser.parse_args()
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        make_class(tmp / "class", args.n)
-        # plain nbgrader: the same config, nbgrader's own commands, sequential
-        plain_ws = tmp / "plain"
-        (tmp / "empty-class").mkdir()  # grading no one writes the workspace's config
-        subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp / "empty-class"),
-                        "--workspace", str(plain_ws), "--no-progress"], env=env(),
-                       capture_output=True, check=True)
-        shutil.copytree(tmp / "class", plain_ws / "submitted")
-        nbg = [sys.executable, "-m", "nbgrader"]
-        t_plain = timed(nbg + ["generate_assignment", A, "--force"], plain_ws)
-        t_plain += timed(nbg + ["autograde", A, "--force"], plain_ws)
-        t_plain += timed(nbg + ["generate_feedback", A, "--force"], plain_ws)
-        # ours
-        ours_ws = tmp / "ours"
-        t_ours = timed([sys.executable, "-m", "autograder", "grade", str(tmp / "class"),
-                        "--workspace", str(ours_ws), "--jobs", str(args.jobs), "--no-progress"],
-                       REPO)
-        from nbgrader.api import Gradebook
-
-        with Gradebook(f"sqlite:///{plain_ws / 'gradebook.db'}") as gb:
-            plain = {s.student.id: s.score for s in gb.find_assignment(A).submissions}
-        with (ours_ws / "grades.csv").open() as f:
-            ours = {r["student_id"]: float(r["score"]) for r in csv.DictReader(f)}
-        same = plain == ours
-        result = {"benchmark": "grading_class", "submissions": args.n, "jobs": args.jobs,
-                  "plain_nbgrader_s": round(t_plain, 2), "autograder_s": round(t_ours, 2),
-                  "speedup": round(t_plain / t_ours, 3), "identical_scores": same}
-    print(f"class of {args.n} ex01 submissions, {os.cpu_count()} cores")
-    print(f"  plain nbgrader (sequential): {t_plain:7.1f} s")
-    print(f"  autograder --jobs {args.jobs}:        {t_ours:7.1f} s")
-    print(f"  speed-up: {t_plain / t_ours:.2f}x; identical scores: {same}")
+        if not args.only_mixed:
+            results.append(bench(tmp, "ex01", {A: args.n}, args.jobs, args.profile))
+        if args.mixed:
+            results.append(bench(tmp, "mixed", {A: args.mixed, "ex02_numpy_attention":
+                                                args.mixed, "ex05_torch_attention": args.mixed},
+                                 args.jobs, args.profile))
     out = REPO / "_build" / "bench.jsonl"
     out.parent.mkdir(exist_ok=True)
     with out.open("a") as f:
-        f.write(json.dumps(result) + "\n")
-    if not same:
-        diff = {k: (plain.get(k), ours.get(k)) for k in set(plain) | set(ours)
-                if plain.get(k) != ours.get(k)}
-        print(f"  scores differ: {diff}")
-        return 1
-    return 0
+        for result in results:
+            f.write(json.dumps(result) + "\n")
+    return 0 if all(r["identical_scores"] for r in results) else 1
 
 
 if __name__ == "__main__":

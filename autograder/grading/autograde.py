@@ -5,7 +5,9 @@ checks, ``nbgrader generate_feedback``, and its :class:`Row` with a status that 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import nbformat
@@ -73,20 +75,52 @@ def grade_one(api, sub: Submission, workspace: Path) -> Row:
 
     ``api`` is an ``nbgrader.apps.NbGraderAPI`` on ``workspace`` whose submitted_directory
     is :data:`STAGED`. Called inside a grading worker (:mod:`autograder.grading.pool`).
+    With ``$AUTOGRADER_PROFILE`` set (a file), appends the seconds of each phase to it as a
+    JSON line (``benchmarks/bench_grading.py --profile``).
     """
+    path = os.environ.get("AUTOGRADER_PROFILE")
+    if not path:
+        return _grade_one(api, sub, workspace)
+    from autograder import sandbox
+
+    sandbox.PROFILE.clear()
+    start = time.perf_counter()
+    try:
+        return _grade_one(api, sub, workspace)
+    finally:
+        times = dict(sandbox.PROFILE)
+        times["total"] = time.perf_counter() - start
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"student_id": sub.student_id, **times}) + "\n")
+
+
+def _phase(what: str, start: float) -> float:
+    """Add the seconds since ``start`` to the profile's ``what``; return the time now."""
+    from autograder.sandbox import PROFILE
+
+    now = time.perf_counter()
+    PROFILE[what] = PROFILE.get(what, 0.0) + now - start
+    return now
+
+
+def _grade_one(api, sub: Submission, workspace: Path) -> Row:
+    t = time.perf_counter()
     row = Row(sub.student_id, sub.assignment, submission_sha256=sub.sha256,
               max_score=gradebook.max_score(workspace, sub.assignment))
     nb, bad = prevalidate(sub)
     if bad:
         row.status, row.detail = bad
         return row
+    t = _phase("own checks", t)
     relabelled = integrity.restore_metadata(nb, sub.assignment)  # before nbgrader sees it
     stage(sub, nb, workspace)
     restored = relabelled + integrity.restored_cells(nb, sub.assignment)
     anchor, cheats = integrity.learner_tampering(nb, sub.assignment)
     log_dir = workspace / "logs" / sub.student_id
     log_dir.mkdir(parents=True, exist_ok=True)
+    t = _phase("own checks", t)
     done = api.autograde(sub.assignment, sub.student_id, force=True, create=True)
+    t = _phase("autograde", t)
     log = (done.get("log") or "") + (done.get("error") or "")
     (log_dir / f"{sub.assignment}.autograde.log").write_text(log, encoding="utf-8")
     if not done.get("success"):
@@ -114,7 +148,9 @@ def grade_one(api, sub: Submission, workspace: Path) -> Row:
     if "CellTimeoutError" in errors:
         events[Status.TIMEOUT] = (f"cells stopped after the time limit: "
                                   f"{', '.join(errors['CellTimeoutError'])}")
+    t = _phase("own checks", t)
     fb = api.generate_feedback(sub.assignment, sub.student_id, force=True)
+    t = _phase("feedback", t)
     (log_dir / f"{sub.assignment}.feedback.log").write_text(
         (fb.get("log") or "") + (fb.get("error") or ""), encoding="utf-8")
     html = workspace / "feedback" / sub.student_id / sub.assignment / f"{sub.assignment}.html"
@@ -127,4 +163,5 @@ def grade_one(api, sub: Submission, workspace: Path) -> Row:
     row.events, row.scored = json.dumps(saved), True
     with gradebook.open_gradebook(workspace) as gb:
         fill(row, gb)
+    _phase("own checks", t)
     return row

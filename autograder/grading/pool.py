@@ -31,6 +31,30 @@ def child_env() -> dict:
     return env
 
 
+# Memory one grading worker and its kernel use while grading (MiB, measured on the course's
+# notebooks: a NumPy kernel ~180, nbgrader's worker ~150; a torch kernel ~600 more).
+WORKER_MB, TORCH_MB = 400, 1000
+
+
+def default_jobs(assignments, uses_torch=None) -> int:
+    """Workers the machine can run at once: one per core this process may use, fewer when
+    the available memory does not hold that many (torch exercises need more)."""
+    if uses_torch is None:
+        from autograder.sandbox import preload_for
+
+        uses_torch = any(preload_for(a) for a in assignments)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            info = {ln.split(":")[0]: int(ln.split()[1]) for ln in f}
+        available = info["MemAvailable"] // 1024
+    except (OSError, KeyError, ValueError):
+        return max(1, cores)
+    need = WORKER_MB + (TORCH_MB if uses_torch else 0)
+    return max(1, min(cores, available // need))
+
+
 class Worker:
     """A grading process that grades one submission at a time.
 
@@ -65,6 +89,17 @@ class Worker:
         for line in proc.stdout:
             lines.put(line)
         lines.put(None)  # EOF: the worker exited
+
+    def stop(self, wait: float = 5.0) -> None:
+        """Let an idle worker finish (end of its input: it removes its warm sandbox's
+        files), killing it after ``wait`` seconds."""
+        if self.proc and self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=wait)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
 
     def kill(self) -> None:
         """Kill the worker's process group (it and its kernels)."""
@@ -114,6 +149,55 @@ def _die_with_parent() -> None:
         pass
 
 
+def _speed_up_nbgrader() -> None:
+    """Work nbgrader and nbconvert redo for every notebook, done once per worker: the
+    check of nbgrader's cell-metadata schema against JSON Schema's meta-schema (for every
+    cell), and the compilation of the feedback's Jinja templates (kept as bytecode, reused
+    while the template's source is unchanged)."""
+    import types
+
+    import jinja2
+    import jsonschema
+    import nbgrader.nbgraderformat.common as nbgrader_format
+    from nbconvert.exporters.templateexporter import TemplateExporter
+
+    validators: dict[int, tuple] = {}
+
+    def validate(instance, schema):
+        """jsonschema.validate, the schema known valid (it is nbgrader's own)."""
+        cached = validators.get(id(schema))
+        if cached is None or cached[0] is not schema:
+            cached = validators[id(schema)] = (
+                schema, jsonschema.validators.validator_for(schema)(schema))
+        error = jsonschema.exceptions.best_match(cached[1].iter_errors(instance))
+        if error is not None:
+            raise error
+
+    nbgrader_format.jsonschema = types.SimpleNamespace(
+        validate=validate, ValidationError=jsonschema.ValidationError)
+
+    class MemoryBytecodeCache(jinja2.BytecodeCache):
+        def __init__(self):
+            self.store: dict[str, bytes] = {}
+
+        def load_bytecode(self, bucket):
+            if bucket.key in self.store:  # jinja checks the source's checksum itself
+                bucket.bytecode_from_string(self.store[bucket.key])
+
+        def dump_bytecode(self, bucket):
+            self.store[bucket.key] = bucket.bytecode_to_string()
+
+    cache = MemoryBytecodeCache()
+    create = TemplateExporter._create_environment
+
+    def _create_environment(self):
+        env = create(self)
+        env.bytecode_cache = cache
+        return env
+
+    TemplateExporter._create_environment = _create_environment
+
+
 def main(argv: list[str] | None = None) -> int:
     """The worker process. The memory cap is set before anything else is imported, so the
     kernels this process starts inherit it."""
@@ -134,9 +218,12 @@ def main(argv: list[str] | None = None) -> int:
         # address space CUDA or thread stacks reserve, so a GPU kernel still starts.
         resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
 
+    sys.modules.setdefault("rfc3987_syntax", None)  # see autograder/__main__.py
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
+
+    _speed_up_nbgrader()
 
     from autograder.config import apply
     from autograder.grading.autograde import STAGED, grade_one

@@ -1,0 +1,229 @@
+"""A warm source of grading kernels: ``python -m autograder.kernel_zygote SOCKET [MODULE...]``.
+
+Started by :class:`autograder.sandbox.Zygote` inside its own bubblewrap sandbox (as the
+sandbox's PID 1, ``--as-pid-1``), before any learner code runs, this process:
+
+1. makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): no kernel can ptrace it,
+   read its memory or reach its file descriptors through ``/proc``;
+2. connects to the grader's Unix socket ``SOCKET`` (the grader accepts this one connection,
+   then closes and unlinks the socket: no kernel can connect to it);
+3. imports what every kernel imports (ipykernel, IPython, NumPy) and the ``MODULE`` s named
+   (``torch`` for the exercises that use it), without creating a ZMQ context or a thread;
+4. answers the grader's requests, one JSON line each, on that connection:
+
+   - ``{"fork": {"argv": [...], "env": {...}, "cwd": DIR}}``: fork a kernel; the child
+     closes the connection, takes ``env`` as its whole environment, changes to ``cwd`` and
+     runs :mod:`autograder.kernel_guard` (the guard, then ipykernel) as ``__main__``, just as
+     ``python -m autograder.kernel_guard ARGV`` would, only without Python's start-up and
+     the imports. Answer: ``{"pid": PID}`` (its PID in the sandbox);
+   - ``{"clean": true}``: kill every other process of the sandbox (the kernel's leftovers:
+     background processes, daemons), wait for them, remove everything in ``/tmp`` and
+     ``/dev/shm`` and the System V IPC objects. Answer: ``{"clean": N}`` (processes killed).
+
+   When a kernel exits, ``{"exit": PID, "status": CODE}`` is sent (a signal is ``-SIGNUM``).
+
+The grader copies a fresh working folder and course package into the sandbox for each
+kernel, after the previous kernel and its processes are gone (see ``Zygote`` there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+
+PR_SET_DUMPABLE = 4
+
+
+def _prctl_dumpable(value: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+
+
+def _preload(modules: list[str]) -> None:
+    """Import what a kernel imports; no ZMQ context, no thread (fork copies neither)."""
+    import importlib
+
+    for name in ("numpy", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
+                 "IPython.core.interactiveshell", "IPython.core.completer", *modules):
+        importlib.import_module(name)
+    import zmq
+
+    if zmq.Context._instance is not None:  # a forked context would be shared: never
+        raise RuntimeError("a ZMQ context exists before the fork")
+
+
+def _others() -> list[int]:
+    me = os.getpid()
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
+
+
+def _wipe(folder: str) -> None:
+    import shutil
+
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def _clean(reap) -> int:
+    """Kill every process but this one (it is PID 1: they are all the kernels'), wait for
+    them, and empty /tmp, /dev/shm and System V IPC. Returns how many were killed."""
+    import time
+
+    killed = 0
+    for _ in range(1000):  # a process forking as fast as it can: kill until none is left
+        pids = _others()
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+        reap()
+        time.sleep(0.001)
+    for folder in ("/tmp", "/dev/shm"):
+        _wipe(folder)
+    if os.path.exists("/usr/bin/ipcrm"):  # shared memory, semaphores, message queues
+        pid = os.fork()
+        if pid == 0:
+            try:
+                fd = os.open(os.devnull, os.O_RDWR)
+                os.dup2(fd, 1)
+                os.dup2(fd, 2)
+                os.execv("/usr/bin/ipcrm", ["ipcrm", "--all"])
+            finally:
+                os._exit(127)
+        os.waitpid(pid, 0)
+    return killed
+
+
+def _child(conn: socket.socket, wake: tuple[int, int], request: dict) -> None:
+    """In the forked kernel: drop everything of the zygote's, become the guarded kernel."""
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in wake:
+            os.close(fd)
+        conn.close()
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        _prctl_dumpable(1)  # the kernel's own memory, as any process started by exec
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        import importlib
+        import random
+        import runpy
+
+        random.seed()  # each kernel its own random state, as a fresh interpreter has
+        if "numpy" in sys.modules:
+            sys.modules["numpy"].random.seed()
+        if "torch" in sys.modules:
+            sys.modules["torch"].seed()
+        importlib.invalidate_caches()  # the course package is a fresh copy
+        sys.argv = ["autograder.kernel_guard", *request["argv"]]
+        runpy.run_module("autograder.kernel_guard", run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the kernel's error goes to the grader's log
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()  # what the interpreter does at exit (os._exit does not)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import select
+
+    args = sys.argv[1:] if argv is None else argv
+    os.dup2(2, 1)  # nothing on stdout; the grader's log is stderr
+    _prctl_dumpable(0)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(args[0])
+    _preload(args[1:])
+    kernels: set[int] = set()
+    wake = os.pipe()
+    os.set_blocking(wake[0], False)
+    os.set_blocking(wake[1], False)
+    signal.set_wakeup_fd(wake[1])
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+
+    def send(msg: dict) -> None:
+        conn.sendall((json.dumps(msg) + "\n").encode())
+
+    def reap() -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid in kernels:
+                kernels.discard(pid)
+                send({"exit": pid, "status": os.waitstatus_to_exitcode(status)})
+
+    send({"ready": os.getpid()})
+    buffer = b""
+    while True:
+        try:
+            ready, _, _ = select.select([conn, wake[0]], [], [])
+        except InterruptedError:
+            continue
+        if wake[0] in ready:
+            try:
+                os.read(wake[0], 4096)
+            except BlockingIOError:
+                pass
+            reap()
+        if conn not in ready:
+            continue
+        data = conn.recv(65536)
+        if not data:
+            return 0  # the grader is gone
+        buffer += data
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            request = json.loads(line)
+            if "fork" in request:
+                pid = os.fork()
+                if pid == 0:
+                    _child(conn, wake, request["fork"])
+                kernels.add(pid)
+                send({"pid": pid})
+            elif request.get("clean"):
+                send({"clean": _clean(reap)})
+                reap()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

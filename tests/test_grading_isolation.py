@@ -1,0 +1,139 @@
+"""Warm kernels start clean (issue 16): two submissions graded back to back by one worker,
+so both kernels are forked by the same warm sandbox (autograder.sandbox.Zygote).
+
+The first learner leaves everything a kernel can leave behind: a global, a monkey-patch
+of numpy.sum, a changed module state (numpy's print options, an attribute on json, an
+environment variable, sys.path), files in the working folder, /tmp and /dev/shm, a System V
+shared memory segment and a background process in its own session. The second learner's
+extra cell looks for each of them, prints what it found and, if it found anything, replaces
+its attention with a wrong one, so the leftovers would cost it points as well as show.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import nbformat
+import pytest
+from conftest import grade
+from submissions import filled_notebook, write_submission
+
+from autograder.notebook import nbgrader_meta
+
+A = "ex01_python_attention"
+FULL = 14.0
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("isolation")]
+
+# The sandbox's PID 1 started at: the same in both kernels when one warm sandbox forked both.
+SANDBOX_ID = ("print('sandbox', open('/proc/1/stat').read().rsplit(')', 1)[1].split()[19], "
+              "'kernel pid', __import__('os').getpid())")
+
+POLLUTE = """\
+import ctypes, json, os, subprocess, sys
+import numpy
+POLLUTED_GLOBAL = 'from the first learner'
+numpy.sum = lambda *args, **kwargs: 42
+numpy.set_printoptions(precision=2)
+json.polluted = True
+os.environ['POLLUTED'] = '1'
+sys.path.append('/polluted')
+for path in ('left_behind.txt', '/tmp/left_behind.txt', '/dev/shm/left_behind'):
+    with open(path, 'w') as f:
+        f.write('answers of the first learner')
+libc = ctypes.CDLL(None)
+shm = libc.shmget(0x1607, 4096, 0o1666)  # IPC_CREAT | 0666
+subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)  # polluter-daemon'],
+                 start_new_session=True)
+print('left behind:', os.listdir('.'), os.listdir('/tmp'), os.listdir('/dev/shm'))
+print('shared memory id', shm)
+""" + SANDBOX_ID
+
+INSPECT = """\
+import json, os, sys
+import numpy
+found = []
+if 'POLLUTED_GLOBAL' in globals():
+    found.append('global')
+if numpy.sum([1, 2]) != 3:
+    found.append('numpy.sum')
+if numpy.get_printoptions()['precision'] != 8:
+    found.append('numpy print options')
+if hasattr(json, 'polluted'):
+    found.append('json.polluted')
+if 'POLLUTED' in os.environ:
+    found.append('environment')
+if '/polluted' in sys.path:
+    found.append('sys.path')
+for path in ('left_behind.txt', '/tmp/left_behind.txt', '/dev/shm/left_behind'):
+    if os.path.exists(path):
+        found.append(path)
+with open('/proc/sysvipc/shm') as f:
+    if any(line.split()[0] == str(0x1607) for line in f.readlines()[1:]):
+        found.append('shared memory')
+for pid in os.listdir('/proc'):
+    if pid.isdigit():
+        try:
+            with open(f'/proc/{pid}/cmdline', 'rb') as f:
+                if b'polluter-daemon' in f.read():
+                    found.append('background process')
+        except OSError:
+            pass
+print('leftovers:', found)
+if found:
+    def scaled_dot_product_attention(*args, **kwargs):
+        return None
+""" + "\n" + SANDBOX_ID
+
+
+def _after(nb, grade_id, source):
+    i = next(i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("grade_id") == grade_id)
+    nb.cells.insert(i + 1, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+def _output(ws, student, marker):
+    nb = nbformat.read(ws / "autograded" / student / A / f"{A}.ipynb", as_version=4)
+    for c in nb.cells:
+        for out in c.get("outputs", []):
+            if out.get("output_type") == "stream" and marker in out.get("text", ""):
+                return out["text"]
+    raise AssertionError(f"no output with {marker!r} in {student}'s notebook")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("isolation")
+    # Graded in this order (sorted ids) by one worker: a's kernel, then b's.
+    write_submission(root / "submitted", "a-polluter", A,
+                     _after(filled_notebook(A), "setup", POLLUTE))
+    # The inspection runs after the learner's attention cell: its replacement would count.
+    write_submission(root / "submitted", "b-inspector", A,
+                     _after(filled_notebook(A), "scaled_dot_product_attention", INSPECT))
+    proc, rows, _ = grade(root / "submitted", root / "ws", jobs=1, extra=["--no-progress"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return root / "ws", rows
+
+
+def test_the_first_learner_left_everything_behind(graded):
+    ws, rows = graded
+    text = _output(ws, "a-polluter", "left behind:")
+    assert "left_behind.txt" in text and "left_behind'" in text, text
+    assert int(re.search(r"shared memory id (-?\d+)", text).group(1)) >= 0
+    assert rows["a-polluter"]["status"] == "tampering"  # patched numpy.sum, started a process
+
+
+def test_one_warm_sandbox_forked_both_kernels(graded):
+    ws, _ = graded
+    pattern = r"sandbox (\d+) kernel pid (\d+)"
+    first = re.search(pattern, _output(ws, "a-polluter", "sandbox")).groups()
+    second = re.search(pattern, _output(ws, "b-inspector", "sandbox")).groups()
+    assert first[0] == second[0], (first, second)  # the same PID 1: the same sandbox
+    assert int(second[1]) > int(first[1])  # a later process of the same PID namespace
+
+
+def test_the_second_learner_finds_nothing_and_gets_full_marks(graded):
+    ws, rows = graded
+    assert "leftovers: []" in _output(ws, "b-inspector", "leftovers:")
+    row = rows["b-inspector"]
+    assert (row["status"], float(row["score"])) == ("graded", FULL), json.dumps(row)
