@@ -63,8 +63,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 2
     from autograder import notebook as nbk
 
-    # The kernel starts now and boots while the notebook is read and compared below.
-    started = nbk.start_kernel(path.resolve().parent, timeout=args.timeout)
+    # The kernel starts now and boots (importing torch for the exercises whose checks use
+    # it: 1.6 s) while the notebook is read and compared below.
+    from autograder.sandbox import preload_for
+
+    named = nbk.assignment_of_path(path)
+    started = nbk.start_kernel(path.resolve().parent, timeout=args.timeout,
+                               preload=preload_for(named) if named else ())
     try:
         return _check(args, path, nbk, started)
     finally:

@@ -209,10 +209,11 @@ def results(nb: nbformat.NotebookNode, hidden: set[str] | None = None,
     return out
 
 
-def start_kernel(cwd: Path, timeout: int = 60):
+def start_kernel(cwd: Path, timeout: int = 60, preload: tuple[str, ...] = ()):
     """Start the kernel that :func:`execute` runs a notebook in (pass it as ``started``),
-    without waiting for it: its start-up (Python, ipykernel) runs while the caller reads
-    and compares the notebook."""
+    without waiting for it: its start-up (Python, ipykernel, and importing the modules
+    ``preload`` names, bound to no name) runs while the caller reads and compares the
+    notebook."""
     from nbclient import NotebookClient
 
     import logging
@@ -237,7 +238,8 @@ def start_kernel(cwd: Path, timeout: int = 60):
         allow_errors=True,
         interrupt_on_timeout=True,
         kernel_name="python3",
-        extra_arguments=["--log-level=ERROR"],
+        extra_arguments=["--log-level=ERROR"] + [
+            f"--IPKernelApp.exec_lines=__import__({name!r}) and None" for name in preload],
         resources={"metadata": {"path": str(Path(cwd).resolve())}},
         log=quiet,
         # The results are read from the outputs; nothing is lost by killing the kernel.
