@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
+from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.diagnose import attention_hint
 from autograder.reference import python_attention as ref
 from autograder.testing import call_learner as _call
@@ -144,3 +145,9 @@ def uses_no_array_library(softmax: Callable, attention: Callable) -> None:
     _call(softmax, [0.0, 1.0], what="softmax([0, 1])")
     _call(attention, [[1.0]], [[1.0]], [[1.0]], what="attention of 1 x 1 matrices")
     check_pure_python(softmax, attention)
+
+
+def knowledge_check(name: str, answer) -> None:
+    """Knowledge check ``name`` ("kc1", ...) of ex01_python_attention: ``answer`` against the expected
+    answer, which is kept in :mod:`autograder.checks.knowledge`, never in a notebook cell."""
+    _knowledge.check("ex01_python_attention", name, answer)

@@ -11,6 +11,7 @@ from typing import Callable
 
 import numpy as np
 
+from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.reference import numpy_attention as ref
 from autograder import diagnose
 from autograder.testing import (
@@ -295,3 +296,9 @@ def attention_rejects_bad_input(attention: Callable) -> None:
     }
     for what, args in cases.items():
         expect_value_error(attention, args, f"attention with {what}")
+
+
+def knowledge_check(name: str, answer) -> None:
+    """Knowledge check ``name`` ("kc1", ...) of ex02_numpy_attention: ``answer`` against the expected
+    answer, which is kept in :mod:`autograder.checks.knowledge`, never in a notebook cell."""
+    _knowledge.check("ex02_numpy_attention", name, answer)

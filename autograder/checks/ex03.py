@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.diagnose import variance_hint
 from autograder.reference.scaling import sample_variance_std
 from autograder.testing import call_learner as _call
@@ -124,3 +125,9 @@ def rejects_bad_d_k(fn: Callable) -> None:
     for d_k in (0, -1, -8):
         expect_value_error(fn, (d_k, 100), f"dot_product_variance(d_k={d_k}, n_samples=100)",
                            mentions=("d_k", str(d_k)))
+
+
+def knowledge_check(name: str, answer) -> None:
+    """Knowledge check ``name`` ("kc1", ...) of ex03_scaling: ``answer`` against the expected
+    answer, which is kept in :mod:`autograder.checks.knowledge`, never in a notebook cell."""
+    _knowledge.check("ex03_scaling", name, answer)

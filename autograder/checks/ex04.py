@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.diagnose import positional_encoding_hint, shift_matrix_hint
 from autograder.reference import positional_encoding as ref
 from autograder.testing import call_learner as _call
@@ -164,3 +165,9 @@ def shift_other_base(fn: Callable) -> None:
                     assert_close(M, ref.relative_shift_matrix(k, d_model, base=base), what,
                                  rtol=0, atol=ATOL)
                     _shift_property(M, k, d_model, what, base=base)
+
+
+def knowledge_check(name: str, answer) -> None:
+    """Knowledge check ``name`` ("kc1", ...) of ex04_positional_encoding: ``answer`` against the expected
+    answer, which is kept in :mod:`autograder.checks.knowledge`, never in a notebook cell."""
+    _knowledge.check("ex04_positional_encoding", name, answer)

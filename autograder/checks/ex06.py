@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.memory import peak_call_memory
 from autograder.reference import numpy_attention
 from autograder.testing import call_learner as _call
@@ -237,3 +238,9 @@ def rejects_bad_input(tiled: Callable) -> None:
     }
     for what, args in cases.items():
         expect_value_error(tiled, args, f"tiled attention with {what}")
+
+
+def knowledge_check(name: str, answer) -> None:
+    """Knowledge check ``name`` ("kc1", ...) of ex06_tiled_attention: ``answer`` against the expected
+    answer, which is kept in :mod:`autograder.checks.knowledge`, never in a notebook cell."""
+    _knowledge.check("ex06_tiled_attention", name, answer)

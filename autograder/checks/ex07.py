@@ -17,6 +17,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.reference import transformer as ref
 from autograder.testing import assert_close, call_learner, check_tensor, fail
 
@@ -418,3 +419,9 @@ def trained_model_reverses(model, threshold: float = ref.ACCURACY_THRESHOLD) -> 
     if acc < threshold:
         fail(f"the trained model reverses {acc:.1%} of 1000 held-out sequences of "
              f"{ref.N_DIGITS} digits exactly; it should reach {threshold:.0%}")
+
+
+def knowledge_check(name: str, answer) -> None:
+    """Knowledge check ``name`` ("kc1", ...) of ex07_transformer: ``answer`` against the expected
+    answer, which is kept in :mod:`autograder.checks.knowledge`, never in a notebook cell."""
+    _knowledge.check("ex07_transformer", name, answer)

@@ -14,6 +14,7 @@ import ctypes
 import re
 from typing import Callable
 
+from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.checks import ex01
 from autograder.rust import RustFunction
 from autograder.testing import call_learner, fail
@@ -104,3 +105,9 @@ def uses_only_safe_std(softmax: Callable, attention: Callable) -> None:
         problems += [f"{f.name} {p}" for p in banned_uses(f.text)]
     if problems:
         fail("your Rust cells use what this exercise forbids: " + "; ".join(problems))
+
+
+def knowledge_check(name: str, answer) -> None:
+    """Knowledge check ``name`` ("kc1", ...) of ex08_rust_attention: ``answer`` against the expected
+    answer, which is kept in :mod:`autograder.checks.knowledge`, never in a notebook cell."""
+    _knowledge.check("ex08_rust_attention", name, answer)

@@ -17,6 +17,7 @@ from autograder.checks.ex05._common import (
     DEVICES,
     _forbidden_references,
     forbid_torch_attention,
+    knowledge_check,
 )
 from autograder.checks.ex05.mha import (
     mha_does_not_call_torch_attention,
@@ -47,6 +48,7 @@ __all__ = [
     "DEVICES",
     "forbid_torch_attention",
     "_forbidden_references",
+    "knowledge_check",
     "sdpa_bool_mask",
     "sdpa_does_not_call_torch_attention",
     "sdpa_dtype_and_device",

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.reference import torch_attention as ref
 from autograder import diagnose
 from autograder.testing import (
@@ -186,3 +187,7 @@ def _compare(out, q, k, v, what, *, attn_mask=None, is_causal=False, rtol=RTOL, 
         assert_close(_np(out), _np(builtin), f"{what} (against torch's built-in)", rtol=rtol, atol=atol)
 
 
+def knowledge_check(name: str, answer) -> None:
+    """Knowledge check ``name`` ("kc1", ...) of ex05_torch_attention: ``answer`` against the expected
+    answer, which is kept in :mod:`autograder.checks.knowledge`, never in a notebook cell."""
+    _knowledge.check("ex05_torch_attention", name, answer)
