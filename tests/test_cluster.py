@@ -5,8 +5,8 @@ user, on a free port of 127.0.0.1) and a real Dask cluster (``dask scheduler`` a
 ``dask worker --nworkers 2`` over TCP on the loopback address, started as an instructor
 starts them). One class of 30 mixed submissions of ex01 and ex02 (references, stubs, wrong
 and correct variants; most students hand in both) is graded once locally into SQLite and
-once on the cluster into PostgreSQL; every test below reads those two runs. The last test
-kills a Dask worker process while it grades.
+once on the cluster into PostgreSQL; the tests below read those two runs. The last two
+kill the coordinator (``grade``) and a Dask worker process while they grade.
 """
 
 from __future__ import annotations
@@ -374,6 +374,44 @@ def test_a_restarted_coordinator_grades_nothing_again(klass, cluster_run, dask_c
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert "graded 0 submission(s)" in proc.stdout, proc.stdout
     assert _rows(ws) == before
+
+
+@slow
+def test_a_killed_coordinator_resumes_where_it_stopped(klass, local_run, dask_cluster, tmp_path):
+    """SIGKILL the ``grade`` command itself once two rows are recorded, then run it again:
+    it grades only the rest, and the rows are the local run's (the SQLite gradebook: the
+    cluster's workers share this machine's filesystem)."""
+    address, _ = dask_cluster
+    subs = tmp_path / "submitted"
+    students = sorted(p.parent.name for p in klass.glob(f"*/{EX02}"))[:6]
+    for student in students:
+        shutil.copytree(klass / student / EX02, subs / student / EX02)
+    ws = tmp_path / "ws"
+    cmd = [sys.executable, "-m", "autograder", "grade", str(subs), "--workspace", str(ws),
+           "--scheduler", address, "--no-progress"]
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    coordinator = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 600
+    side = ws / STATE_CSV
+    while coordinator.poll() is None and time.monotonic() < deadline:
+        if side.is_file() and len(side.read_text(encoding="utf-8").splitlines()) >= 3:
+            coordinator.kill()  # header + two rows
+            break
+        time.sleep(0.2)
+    coordinator.wait()
+    assert coordinator.returncode == -signal.SIGKILL, "the class finished before the kill"
+    done = len(side.read_text(encoding="utf-8").splitlines()) - 1
+    assert 2 <= done < 6
+    proc = run(cmd)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert f"graded {6 - done} submission(s)" in proc.stdout, proc.stdout
+    rows = _rows(ws)
+    assert sorted(r["student_id"] for r in rows) == students
+    local = _by_key(_rows(local_run[1]))
+    for r in rows:
+        assert (r["score"], r["status"]) == (local[(r["student_id"], EX02)]["score"],
+                                             local[(r["student_id"], EX02)]["status"]), r
 
 
 @slow
