@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE),
                    help="grading state, grades.csv and feedback (default .grading)")
     p.add_argument("--jobs", type=int, default=0,
-                   help="submissions graded in parallel (default: one per core, fewer when "
+                   help="submissions graded in parallel (default: two per core, fewer when "
                         "the available memory holds fewer kernels, as for torch exercises)")
     p.add_argument("--timeout", type=int, default=60, help="seconds one cell may run (default 60)")
     p.add_argument("--memory-mb", type=int, default=4096,

@@ -37,8 +37,10 @@ WORKER_MB, TORCH_MB = 400, 1000
 
 
 def default_jobs(assignments, uses_torch=None) -> int:
-    """Workers the machine can run at once: one per core this process may use, fewer when
-    the available memory does not hold that many (torch exercises need more)."""
+    """Workers the machine can run at once: two per core this process may use (a worker
+    and its kernel take turns: while the kernel runs a cell, the worker waits, so one
+    worker per core leaves about half the CPU idle; measured in benchmarks/bench_grading.py),
+    fewer when the available memory does not hold that many (torch exercises need more)."""
     if uses_torch is None:
         from autograder.sandbox import preload_for
 
@@ -50,9 +52,9 @@ def default_jobs(assignments, uses_torch=None) -> int:
             info = {ln.split(":")[0]: int(ln.split()[1]) for ln in f}
         available = info["MemAvailable"] // 1024
     except (OSError, KeyError, ValueError):
-        return max(1, cores)
+        return max(1, 2 * cores)
     need = WORKER_MB + (TORCH_MB if uses_torch else 0)
-    return max(1, min(cores, available // need))
+    return max(1, min(2 * cores, available // need))
 
 
 class Worker:
@@ -217,6 +219,10 @@ def main(argv: list[str] | None = None) -> int:
         # RLIMIT_DATA counts heap and private writable mappings (Linux >= 4.7), not the
         # address space CUDA or thread stacks reserve, so a GPU kernel still starts.
         resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+        # No file a kernel writes (its working folder, its /tmp and /dev/shm, which are
+        # memory) grows past the cap either: a write beyond it kills the kernel (SIGXFSZ).
+        # Not a quota: many files can still add up (bubblewrap 0.8 has no tmpfs --size).
+        resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
 
     sys.modules.setdefault("rfc3987_syntax", None)  # see autograder/__main__.py
     from nbgrader.apps import NbGraderAPI
