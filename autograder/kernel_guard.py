@@ -280,6 +280,7 @@ def _setup() -> None:
                 "compile": getattr(shell, "compile", None), "events": getattr(shell, "events",
                                                                              None)}
         for name, obj in objs.items():
+            snap[("object", f"the kernel's {name}")] = obj
             d = getattr(obj, "__dict__", None) if obj is not None else None
             if not isinstance(d, dict):
                 continue
@@ -321,6 +322,10 @@ def _setup() -> None:
             return []
         now = snapshot(watched, volatile, watched_classes) if modules else {}
         now.update(shell_state())
+        for key, obj in now.items():  # an object ipykernel made after the baseline (its
+            if key[0] == "object" and baseline.get(key) is None and obj is not None:
+                baseline[key] = obj  # control stream, set up in another thread): adopted
+                baseline.update((k, v) for k, v in now.items() if k[:2] == ("+", key[1]))
         changed = [f"{key[1]}.{key[2]}" for key in now if key[0] == "+" and key not in baseline]
         for key, old in baseline.items():
             if not modules and key not in now:
@@ -331,6 +336,8 @@ def _setup() -> None:
             if key[0] == "+":
                 changed.append(f"{key[1]}.{key[2]}")
                 continue
+            if key[0] == "object":  # only for the adoption above: an object swapped for
+                continue  # another shows in its callables' entries, compared one by one
             code = getattr(new, "__code__", None)
             if new is not None and getattr(new, "__wrapped__", None) is old and \
                     code is not None and not is_learner(code):

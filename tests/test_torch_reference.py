@@ -126,7 +126,25 @@ def test_guard_catches_builtin_calls_and_restores():
     assert F.scaled_dot_product_attention is original
 
 
-@pytest.mark.parametrize("name", sorted(n for n in dir(ex05) if n.startswith(("sdpa_", "mha_"))))
+@pytest.mark.parametrize("name", sorted(n for n in dir(ex05) if n.startswith(("sdpa_", "mha_"))
+                                         and n != "mha_hint"))  # a diagnosis, not a check
 def test_every_check_passes_on_the_reference(name):
     target = MultiHeadAttention if name.startswith("mha_") else scaled_dot_product_attention
     getattr(ex05, name)(target)
+
+
+def test_mha_hint_is_silent_for_the_reference_and_names_a_missing_out_proj():
+    """ex05.mha_hint (the visible tests' diagnosis): '' for a right module, the mistake's
+    name for a module whose forward skips out_proj."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2).double()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    with torch.no_grad():
+        out = mha(x)
+        assert ex05.mha_hint(mha, out, x) == ""
+        wrong = mha(x) - mha.out_proj.bias  # not the mistake: a shifted output
+        assert ex05.mha_hint(mha, wrong, x) == ""
+        mha.out_proj.forward = lambda t: t  # the same module without its output projection
+        no_out_proj = mha(x)
+    assert "no output projection" in ex05.mha_hint(mha, no_out_proj, x)
+
