@@ -94,20 +94,27 @@ def _other_pids() -> set[int]:
         found = {int(p) for p in os.listdir("/proc") if p.isdigit()} - {1, me}
     todo = [me]
     while todo:
-        pid = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
-                    kids = {int(x) for x in f.read().split()} - found
-            except (OSError, ValueError):
-                continue
-            found |= kids
-            todo += kids
+        kids = set(child_pids(todo.pop())) - found
+        found |= kids
+        todo += kids
     return found
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes ``pid``'s threads started (``/proc/PID/task/*/children``); [] for a
+    process that is gone."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    kids = []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
+                kids += [int(x) for x in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return kids
 
 
 def _others_kib() -> int:

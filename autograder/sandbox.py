@@ -45,6 +45,8 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
+from autograder.memory import child_pids
+
 PACKAGE = Path(__file__).resolve().parent
 COURSE_DIR = "/opt/autograder-course"  # inside the sandbox: the package, deleted at start
 CHANNEL = "channel"
@@ -135,19 +137,9 @@ def _descendants(pid: int) -> list[int]:
     """Every process below ``pid`` (from /proc/PID/task/*/children), parents first."""
     out, todo = [], [pid]
     while todo:
-        p = todo.pop(0)
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for t in tasks:
-            try:
-                with open(f"/proc/{p}/task/{t}/children", encoding="ascii") as f:
-                    kids = [int(x) for x in f.read().split()]
-            except OSError:
-                continue
-            out += kids
-            todo += kids
+        kids = child_pids(todo.pop(0))
+        out += kids
+        todo += kids
     return out
 
 

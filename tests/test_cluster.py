@@ -247,6 +247,20 @@ def _tests(workspace: Path) -> dict[tuple, float]:
                 for r in csv.DictReader(f)}
 
 
+def _first_submissions(klass: Path, assignment: str, n: int, dest: Path) -> list[str]:
+    """Copy the first ``n`` students' (sorted) submissions of ``assignment`` into ``dest``;
+    return those students."""
+    students = sorted(p.parent.name for p in klass.glob(f"*/{assignment}"))[:n]
+    for student in students:
+        shutil.copytree(klass / student / assignment, dest / student / assignment)
+    return students
+
+
+def _grading_env() -> dict:
+    """This environment, with the venv's bin first on PATH (nbgrader, jupyter, dask)."""
+    return dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+
+
 def _by_key(rows: list[dict]) -> dict[tuple, dict]:
     return {(r["student_id"], r["assignment"]): r for r in rows}
 
@@ -383,13 +397,11 @@ def test_a_killed_coordinator_resumes_where_it_stopped(klass, local_run, dask_cl
     cluster's workers share this machine's filesystem)."""
     address, _ = dask_cluster
     subs = tmp_path / "submitted"
-    students = sorted(p.parent.name for p in klass.glob(f"*/{EX02}"))[:6]
-    for student in students:
-        shutil.copytree(klass / student / EX02, subs / student / EX02)
+    students = _first_submissions(klass, EX02, 6, subs)
     ws = tmp_path / "ws"
     cmd = [sys.executable, "-m", "autograder", "grade", str(subs), "--workspace", str(ws),
            "--scheduler", address, "--no-progress"]
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    env = _grading_env()
     coordinator = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 600
@@ -424,11 +436,9 @@ def test_a_worker_killed_while_it_grades_has_its_submission_graded_once(
 
     address, client = dask_cluster
     subs = tmp_path / "submitted"
-    students = sorted(p.parent.name for p in klass.glob(f"*/{EX01}"))[:8]
-    for student in students:
-        shutil.copytree(klass / student / EX01, subs / student / EX01)
+    students = _first_submissions(klass, EX01, 8, subs)
     ws = tmp_path / "ws"
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    env = _grading_env()
     coordinator = subprocess.Popen(
         [sys.executable, "-m", "autograder", "grade", str(subs), "--workspace", str(ws),
          "--scheduler", address, "--db-url", postgres.createdb("killed"), "--no-progress"],
