@@ -127,7 +127,4 @@ def rejects_bad_d_k(fn: Callable) -> None:
                            mentions=("d_k", str(d_k)))
 
 
-def knowledge_check(name: str, answer) -> None:
-    """Knowledge check ``name`` ("kc1", ...) of ex03_scaling: ``answer`` against the expected
-    answer, which is kept in :mod:`autograder.checks.knowledge`, never in a notebook cell."""
-    _knowledge.check("ex03_scaling", name, answer)
+knowledge_check = _knowledge.check_for("ex03_scaling", __name__)

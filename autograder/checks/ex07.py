@@ -421,7 +421,4 @@ def trained_model_reverses(model, threshold: float = ref.ACCURACY_THRESHOLD) -> 
              f"{ref.N_DIGITS} digits exactly; it should reach {threshold:.0%}")
 
 
-def knowledge_check(name: str, answer) -> None:
-    """Knowledge check ``name`` ("kc1", ...) of ex07_transformer: ``answer`` against the expected
-    answer, which is kept in :mod:`autograder.checks.knowledge`, never in a notebook cell."""
-    _knowledge.check("ex07_transformer", name, answer)
+knowledge_check = _knowledge.check_for("ex07_transformer", __name__)

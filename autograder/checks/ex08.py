@@ -107,7 +107,4 @@ def uses_only_safe_std(softmax: Callable, attention: Callable) -> None:
         fail("your Rust cells use what this exercise forbids: " + "; ".join(problems))
 
 
-def knowledge_check(name: str, answer) -> None:
-    """Knowledge check ``name`` ("kc1", ...) of ex08_rust_attention: ``answer`` against the expected
-    answer, which is kept in :mod:`autograder.checks.knowledge`, never in a notebook cell."""
-    _knowledge.check("ex08_rust_attention", name, answer)
+knowledge_check = _knowledge.check_for("ex08_rust_attention", __name__)

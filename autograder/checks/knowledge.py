@@ -65,3 +65,18 @@ def check(assignment: str, name: str, answer: Any) -> None:
     knowledge check: an author's mistake)."""
     expected = ANSWERS[assignment][name]
     check_answer(answer, expected, f"Knowledge check {name.removeprefix('kc')}")
+
+
+def check_for(assignment: str, module: str):
+    """The ``knowledge_check(name, answer)`` check of ``assignment``, as a function of the
+    checks module ``module`` (the notebooks call ``exNN.knowledge_check("kcN", kcN_answer)``;
+    the kernel's guard offers a module's own functions as checks)."""
+    def knowledge_check(name: str, answer: Any) -> None:
+        check(assignment, name, answer)
+
+    knowledge_check.__module__ = module
+    knowledge_check.__doc__ = (f"Knowledge check ``name`` (\"kc1\", ...) of {assignment}: "
+                               "``answer`` against the expected answer, which is kept in "
+                               ":mod:`autograder.checks.knowledge`, never in a notebook cell.")
+    return knowledge_check
+
