@@ -66,15 +66,17 @@ VOLATILE = {"sys": {"last_type", "last_value", "last_traceback", "ps1", "ps2", "
                          "__IPYTHON__", "copyright", "credits", "license", "help"}}
 
 
-def _snapshot(modules: dict, volatile: dict, classes: tuple) -> dict:
+def _snapshot(modules: dict, volatile: dict, classes: tuple, sources: dict) -> dict:
     """{(module, name): object} for the functions, classes and modules each module holds
     (less the ``volatile`` names), and for the entries of the dictionaries of ``classes``
-    (:data:`VOLATILE`, :data:`WATCHED_CLASSES`)."""
+    (:data:`VOLATILE`, :data:`WATCHED_CLASSES`). ``sources`` gets, for each key, the
+    dictionary it was read from (looked up again, entry by entry, to find changes)."""
     snap = {}
     for modname, mod in modules.items():
         skip = volatile.get(modname, set())
         try:
-            items = list(vars(mod).items())
+            namespace = vars(mod)
+            items = list(namespace.items())
         except TypeError:
             continue
         for name, value in items:
@@ -83,12 +85,15 @@ def _snapshot(modules: dict, volatile: dict, classes: tuple) -> dict:
                 continue
             if callable(value) or type(value).__name__ == "module":
                 snap[(modname, name)] = value
+                sources[(modname, name)] = namespace
     for modname, clsname in classes:
         cls = getattr(modules.get(modname), clsname, None)
         if isinstance(cls, type):
-            for k, v in list(vars(cls).items()):
+            namespace = vars(cls)
+            for k, v in list(namespace.items()):
                 if callable(v) or isinstance(v, (staticmethod, classmethod, property)):
                     snap[(f"{modname}.{clsname}", k)] = v
+                    sources[(f"{modname}.{clsname}", k)] = namespace
     return snap
 
 
@@ -112,6 +117,19 @@ def _setup() -> None:
     os.unlink(channel_path)  # the grader holds the read end; nobody else opens a write end
     fd_id = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
     write, fstat, exit_now = os.write, os.fstat, os._exit
+    # The grader's requests for a look at the shell's state after each cell (a FIFO the
+    # grader holds open for writing), answered with an HMAC under a key only this process
+    # and the grader know: written first on the channel, before any learner code runs.
+    import hmac
+    import select
+
+    requests_path = os.environ["AUTOGRADER_REQUESTS"]
+    requests = os.open(requests_path, os.O_RDONLY)
+    os.unlink(requests_path)
+    requests_id = (os.fstat(requests).st_dev, os.fstat(requests).st_ino)
+    key = os.urandom(32)
+    mac, wait_readable, read = hmac.digest, select.select, os.read
+    write(fd, b"key\t" + key.hex().encode() + b"\n")
 
     # 1. The private world: the assignment's checks and what they import.
     short = assignment.split("_")[0]  # ex01_python_attention -> autograder.checks.ex01
@@ -204,7 +222,7 @@ def _setup() -> None:
     import threading
     getprofile, gettrace, setprofile, settrace = (sys.getprofile, sys.gettrace, sys.setprofile,
                                                   sys.settrace)
-    state = {"in_check": 0}
+    state = {"in_check": 0, "cell": None}
     # How deep each thread is in the guard's own hook (0: not in it). Per thread: a learner
     # thread's events are checked while the main thread runs the guard, and the reverse.
     depth: dict = {}
@@ -314,23 +332,38 @@ def _setup() -> None:
             return len(new) == len(old) and all(a is b for a, b in zip(new, old))
         return new is old
 
+    sources: dict = {}  # baseline key of a module's or class's entry -> its dictionary
+
     def changes(modules: bool = True) -> list[str]:
-        """What changed since the baseline; ``modules=False``: the shell's state only."""
+        """What changed since the baseline; ``modules=False``: the shell's state only.
+
+        The modules' and classes' entries are looked up one by one in their dictionaries
+        (``sources``), not snapshotted again: a check runs this before and after itself."""
         if not baseline:
-            baseline.update(snapshot(watched, volatile, watched_classes))
-            baseline.update(shell_state())
+            baseline.update(snapshot(watched, volatile, watched_classes, sources))
+            shell = shell_state()
+            for key in shell:  # the shell's entries are compared with a new shell_state()
+                sources.pop(key, None)
+            baseline.update(shell)
             return []
-        now = snapshot(watched, volatile, watched_classes) if modules else {}
-        now.update(shell_state())
+        now = shell_state()
         for key, obj in now.items():  # an object ipykernel made after the baseline (its
             if key[0] == "object" and baseline.get(key) is None and obj is not None:
                 baseline[key] = obj  # control stream, set up in another thread): adopted
                 baseline.update((k, v) for k, v in now.items() if k[:2] == ("+", key[1]))
         changed = [f"{key[1]}.{key[2]}" for key in now if key[0] == "+" and key not in baseline]
         for key, old in baseline.items():
-            if not modules and key not in now:
+            source = sources.get(key)
+            if source is not None:
+                if not modules:
+                    continue
+                new = source.get(key[1])
+                if new is old:
+                    continue
+            elif not modules and key not in now:
                 continue
-            new = now.get(key)
+            else:
+                new = now.get(key)
             if same(new, old):
                 continue
             if key[0] == "+":
@@ -490,8 +523,13 @@ def _setup() -> None:
                 verify(f"after {name}")
             return
         if event == "exec":
-            code = args[0]
-            if "ipykernel_" in code.co_filename or code.co_filename.startswith("<ipython"):
+            name = args[0].co_filename
+            # IPython runs a cell one statement at a time, each compiled under the cell's
+            # file name: verified before the cell's first statement, not before each (a
+            # check verifies before and after itself, and watch() runs meanwhile).
+            if ("ipykernel_" in name or name.startswith("<ipython")) and \
+                    name != state["cell"]:
+                state["cell"] = name
                 verify("before a cell")
             return
         if event == "autograder.hidden_init":
@@ -530,6 +568,14 @@ def _setup() -> None:
                         "/autograder/reference" in p or "/autograder/checks" in p) \
                         and direct_learner():
                     report(f"opens {p}")
+                if p.startswith(("/proc/", "/dev/fd/")):  # a second end of the guard's FIFOs
+                    try:
+                        st = os.stat(p)
+                    except OSError:
+                        return
+                    if (st.st_dev, st.st_ino) in (fd_id, requests_id):
+                        report(f"opens {p}, the guard's channel to the grader")
+                        raise PermissionError(f"{p} is the grader's")
             return
         if event == "sys.addaudithook":
             report("adds an audit hook")
@@ -651,26 +697,58 @@ def _setup() -> None:
     builtins.exec = exec_
     own.update((exec_.__code__, cell_failed.__code__))
 
-    def watch() -> None:
-        """Looks at the shell's state four times a second too, not only before cells and
-        checks: a patch that stops the later cells from running (so no check runs either)
-        is found."""
+    def look() -> None:
+        """Compare the shell's state with the baseline; report what changed."""
         tid = get_ident()
-        while True:
-            time.sleep(0.25)
-            if not baseline or state["in_check"]:  # a check may patch and restore (spies)
-                continue
-            depth[tid] = 1
-            try:
-                changed = changes(modules=False)  # cheap: ~1 ms, not the modules' 20 ms
+        depth[tid] = 1
+        try:
+            for _ in range(3):  # the namespace changed while scanned: again
+                try:
+                    changed = changes(modules=False)  # cheap: ~1 ms, not the modules' 20 ms
+                except Exception:  # noqa: BLE001
+                    continue
                 if changed:
                     report(f"changed {', '.join(changed[:5])} (found while the notebook ran)")
-            except Exception:  # noqa: BLE001 - the namespace changed while scanned: next time
-                pass
-            finally:
-                depth[tid] = 0
+                return
+        finally:
+            depth[tid] = 0
 
-    own.add(watch.__code__)
+    def watch() -> None:
+        """Looks at the shell's state after every cell, when the grader asks (a line on the
+        request FIFO; the answer, ``checked NONCE HMAC``, comes after any report), and four
+        times a second: a patch that stops the later cells from running (so that no check
+        and no statement of theirs runs) is found after the cell that made it."""
+        pending = b""
+        while True:
+            try:
+                st = fstat(requests)
+                if (st.st_dev, st.st_ino) != requests_id:
+                    raise OSError("request FIFO replaced")
+                data = read(requests, 4096) if wait_readable([requests], [], [], 0.25)[0] \
+                    else b""
+            except OSError:
+                exit_now(86)  # the grader's requests cannot reach the guard: no grade
+            *nonces, pending = (pending + data).split(b"\n")
+            waited = 0
+            while state["in_check"] and waited < 2000:  # a check may patch and restore
+                time.sleep(0.001)  # (spies): a learner thread's check, between cells
+                waited += 1
+            if state["in_check"]:
+                if nonces:
+                    report("runs a check in another thread while the grader waits")
+            elif baseline:
+                look()
+            for nonce in nonces:
+                answer = mac(key, nonce, "sha256").hex().encode()
+                try:
+                    st = fstat(fd)
+                    if (st.st_dev, st.st_ino) != fd_id:
+                        raise OSError("channel replaced")
+                    write(fd, b"\nchecked\t" + nonce[:64] + b"\t" + answer + b"\n")
+                except OSError:
+                    exit_now(86)
+
+    own.update((watch.__code__, look.__code__))
     sys.meta_path.insert(0, BlockedFinder)
     sys.addaudithook(hook)
     _thread.start_new_thread(watch, ())

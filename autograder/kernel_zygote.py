@@ -49,13 +49,37 @@ def _preload(modules: list[str]) -> None:
     """Import what a kernel imports; no ZMQ context, no thread (fork copies neither)."""
     import importlib
 
+    # ipykernel.debugger (debugpy, pydevd) is what every kernel imports when it starts:
+    # 0.13 s of each kernel's start-up otherwise (benchmarks/bench_grading.py --profile).
     for name in ("numpy", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
-                 "IPython.core.interactiveshell", "IPython.core.completer", *modules):
+                 "ipykernel.debugger", "IPython.core.interactiveshell", "IPython.core.completer",
+                 *modules):
         importlib.import_module(name)
+    _warm_tracebacks()
+    import threading
+
     import zmq
 
     if zmq.Context._instance is not None:  # a forked context would be shared: never
         raise RuntimeError("a ZMQ context exists before the fork")
+    if threading.active_count() != 1:  # a fork copies only the thread that forks
+        raise RuntimeError(f"threads started before the fork: {threading.enumerate()}")
+
+
+def _warm_tracebacks() -> None:
+    """Format one traceback as a kernel's shell does (IPython's Context mode, colours): the
+    imports (stack_data, pygments' lexer), the compiled highlighting rules and the
+    file-to-module map of ``inspect.getmodule`` are then made once here, not in every kernel
+    whose tests fail (a failing test's traceback is formatted twice by IPython)."""
+    import json
+
+    from IPython.core.ultratb import AutoFormattedTB
+
+    try:
+        json.loads("{")  # a traceback through the standard library's files
+    except ValueError as exc:
+        AutoFormattedTB(mode="Context", theme_name="linux").structured_traceback(
+            type(exc), exc, exc.__traceback__)
 
 
 def _others() -> list[int]:

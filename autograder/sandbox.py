@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hmac
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -218,9 +220,14 @@ class Zygote:
     One kernel at a time: :meth:`prepare` copies the notebook's folder and the course
     package into the sandbox once the previous kernel and every process it left are gone
     (:meth:`release`: killed, /tmp, /dev/shm, IPC objects and the working folder wiped).
+
+    The sandbox is started by the thread that creates this object (bubblewrap's
+    ``--die-with-parent`` follows that thread, so it must be one that lives as long as the
+    grader: the main thread); its interpreter's start-up and imports are awaited in another
+    thread, and by the first method that needs them (``wait=False`` returns at once).
     """
 
-    def __init__(self, preload: tuple[str, ...] = ()):
+    def __init__(self, preload: tuple[str, ...] = (), wait: bool = True):
         import socket
 
         self.preload = preload
@@ -257,18 +264,35 @@ class Zygote:
             box += ["--setenv", k, v]
         box += ["--", sys.executable, "-m", "autograder.kernel_zygote", str(sock), *preload]
         self.proc = subprocess.Popen(box, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        self.conn = None
+        self.pid: int | None = None  # its PID here, once it is ready
+        self.error = ""
+        self.dirty = True  # its own course copy (imported now) goes before the first kernel
+        threading.Thread(target=self._connect, args=(listener, sock), daemon=True).start()
+        if wait:
+            self.wait_ready()
+
+    def _connect(self, listener, sock: Path) -> None:
+        """Accept the zygote's only connection (then none), then read what it sends."""
         try:
-            self.conn, _ = listener.accept()  # the zygote's only connection; then none
+            self.conn, _ = listener.accept()
         except OSError as exc:
             self.proc.kill()
-            raise RuntimeError(f"the warm kernel sandbox did not start: {exc}") from exc
+            with self.changed:
+                self.error = f"the warm kernel sandbox did not start: {exc}"
+                self.dead = True
+                self.changed.notify_all()
+            return
         finally:
             listener.close()
-            sock.unlink()
-        threading.Thread(target=self._read, daemon=True).start()
-        ready = self._reply("ready", timeout=300)
-        self.pid = self._host_pid(self.proc.pid, ready["ready"])
-        self.dirty = True  # its own course copy (imported now) goes before the first kernel
+            sock.unlink(missing_ok=True)
+        self._read()
+
+    def wait_ready(self) -> None:
+        """Wait until the zygote has imported everything and said so."""
+        if self.pid is None:
+            ready = self._reply("ready", timeout=300)
+            self.pid = self._host_pid(self.proc.pid, ready["ready"])
 
     def _read(self) -> None:
         for line in self.conn.makefile("rb"):
@@ -288,7 +312,7 @@ class Zygote:
         with self.changed:
             while not any(key in r for r in self.replies):
                 if self.dead or time.monotonic() > deadline:
-                    raise RuntimeError("the warm kernel sandbox stopped answering")
+                    raise RuntimeError(self.error or "the warm kernel sandbox stopped answering")
                 self.changed.wait(0.1)
             msg = next(r for r in self.replies if key in r)
             self.replies.remove(msg)
@@ -323,6 +347,7 @@ class Zygote:
     def prepare(self, cwd: Path) -> tuple[Path, str]:
         """Copy the notebook's folder ``cwd`` and the course package into the sandbox for the
         next kernel; return (the run folder, the kernel's name in it)."""
+        self.wait_ready()
         if self.dirty:
             self.release()
         self.dirty = True
@@ -333,6 +358,7 @@ class Zygote:
 
     def fork(self, request: dict) -> ForkedKernel:
         """Fork a kernel (see :mod:`autograder.kernel_zygote`)."""
+        self.wait_ready()
         self._send({"fork": request})
         nspid = self._reply("pid")["pid"]
         return ForkedKernel(self, nspid, self._host_pid(self.pid, nspid))
@@ -342,6 +368,7 @@ class Zygote:
         if not self.dirty:
             return
         if self.alive():
+            self.wait_ready()
             self._send({"clean": True})
             self._reply("clean")
         for d in ("run", "course", "work"):  # the mount points stay, their contents go
@@ -360,25 +387,55 @@ class Zygote:
 
 
 _ZYGOTE: list[Zygote] = []  # this process's warm sandbox (a grading worker has one)
+_ZYGOTE_LOCK = threading.Lock()  # prewarm's thread and the first kernel may ask at once
 
 
-def zygote_for(assignment: str) -> Zygote:
+def zygote_for(assignment: str, preload: tuple[str, ...] | None = None,
+               wait: bool = True) -> Zygote:
     """This process's warm sandbox, (re)started when it died or lacks a module that
-    ``assignment``'s checks import."""
-    need = preload_for(assignment)
-    if _ZYGOTE and _ZYGOTE[0].alive() and set(need) <= set(_ZYGOTE[0].preload):
-        return _ZYGOTE[0]
-    if _ZYGOTE:
-        old = _ZYGOTE.pop()
-        need = tuple(sorted(set(need) | set(old.preload)))
-        old.close()
-    zygote = Zygote(need)
-    if not _ZYGOTE:
-        import atexit
+    ``assignment``'s checks import (or a module of ``preload``, when given); ``wait=False``:
+    without waiting for its imports (see :class:`Zygote`)."""
+    need = preload_for(assignment) if preload is None else preload
+    with _ZYGOTE_LOCK:
+        if _ZYGOTE and _ZYGOTE[0].alive() and set(need) <= set(_ZYGOTE[0].preload):
+            return _ZYGOTE[0]
+        if _ZYGOTE:
+            old = _ZYGOTE.pop()
+            need = tuple(sorted(set(need) | set(old.preload)))
+            old.close()
+        zygote = Zygote(need, wait=wait)
+        if not _ZYGOTE:
+            import atexit
 
-        atexit.register(lambda: _ZYGOTE and _ZYGOTE.pop().close())
-    _ZYGOTE.append(zygote)
-    return zygote
+            atexit.register(lambda: _ZYGOTE and _ZYGOTE.pop().close())
+        _ZYGOTE.append(zygote)
+        return zygote
+
+
+def prewarm(assignments) -> None:
+    """Start this process's warm sandbox now, with what the checks of every one of
+    ``assignments`` import, without waiting for it: its start-up overlaps the grader's own
+    (a grading worker calls this when it starts). A sandbox that fails to start is started
+    again, and its error reported, by the first kernel."""
+    try:
+        zygote_for("", tuple(sorted({m for a in assignments for m in preload_for(a)})),
+                   wait=False)
+    except Exception:  # noqa: BLE001 - see the docstring
+        pass
+
+
+def _fast_reconnect():
+    """A ZMQ context whose sockets retry a failed connection every 5 ms instead of 100 ms.
+
+    The grader connects to a kernel's ``ipc`` sockets as soon as the kernel is started, before
+    the kernel has made them; ZMQ's default 100 ms between tries was most of the time a
+    kernel took to answer (benchmarks/bench_grading.py --profile)."""
+    import zmq
+    import zmq.asyncio
+
+    context = zmq.asyncio.Context()
+    context.setsockopt(zmq.RECONNECT_IVL, 5)
+    return context
 
 
 def _ready_client_class():
@@ -386,7 +443,13 @@ def _ready_client_class():
 
     class ReadyClient(AsyncKernelClient):
         """jupyter_client's client, less the 0.2 s of silence on IOPub it waits for once the
-        kernel answered (nbclient reads only the IOPub messages of each cell's request)."""
+        kernel answered (nbclient reads only the IOPub messages of each cell's request), and
+        with sockets that retry their connection every 5 ms (:func:`_fast_reconnect`)."""
+
+        @default("context")
+        def _context_default(self):
+            self._created_context = True
+            return _fast_reconnect()
 
         async def wait_for_ready(self, timeout: float | None = None) -> None:
             import queue
@@ -432,6 +495,11 @@ class SandboxedKernelManager(AsyncKernelManager):
     def _client_factory_default(self):
         return _ready_client_class()
 
+    @default("context")
+    def _context_default(self):
+        self._created_context = True
+        return _fast_reconnect()
+
     async def _async_pre_start_kernel(self, **kw):
         error = sandbox_error()
         if error:
@@ -450,6 +518,14 @@ class SandboxedKernelManager(AsyncKernelManager):
         # Opened now, non-blocking: the kernel's guard opens the write end when it starts.
         self._channel = os.open(self._channel_path, os.O_RDONLY | os.O_NONBLOCK)
         self._channel_buffer = b""
+        self._key = None  # the guard's HMAC key, the channel's first line (confirm_checked)
+        self._nonces: list[str] = []
+        self._answered = self._channel_eof = False
+        # The requests for a look after each cell: opened for reading and writing, so that
+        # the guard's open for reading returns at once.
+        self._requests_path = run / f"{name}.requests"
+        os.mkfifo(self._requests_path, 0o600)
+        self._requests = os.open(self._requests_path, os.O_RDWR | os.O_NONBLOCK)
         self.transport = "ipc"
         self.ip = str(run / name)
         self.connection_file = str(run / f"{name}.json")
@@ -470,6 +546,7 @@ class SandboxedKernelManager(AsyncKernelManager):
                     IPYTHONDIR="/tmp/ipython", AUTOGRADER_ASSIGNMENT=self.assignment,
                     AUTOGRADER_EXPOSED=",".join(self.exposed),
                     AUTOGRADER_CHANNEL=str(self._channel_path),
+                    AUTOGRADER_REQUESTS=str(self._requests_path),
                     AUTOGRADER_COURSE_DIR=COURSE_DIR)
         if _rust_sysroot():
             kept["RUSTC"] = str(Path(_rust_sysroot(), "bin", "rustc"))
@@ -505,6 +582,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         prov.process, prov.pid, prov.pgid, prov.cwd = proc, proc.pid, None, kw.get("cwd")
         self._reconcile_connection_info(prov.connection_info)
 
+    async def _async_wait(self, pollinterval: float = 0.1) -> None:
+        # jupyter_client looks every 0.1 s whether a killed kernel has exited; a kernel of
+        # the sandbox is gone within milliseconds, and each look costs microseconds.
+        await super()._async_wait(pollinterval=min(pollinterval, 0.005))
+
     async def interrupt_kernel(self) -> None:
         """SIGINT to the processes inside the sandbox, not to bwrap itself (which would die
         and take the kernel with it): the learner's cell gets a KeyboardInterrupt."""
@@ -522,7 +604,11 @@ class SandboxedKernelManager(AsyncKernelManager):
                 pass
 
     def drain_channel(self) -> list[str]:
-        """Lines the kernel's guard has written so far (what it found), without waiting."""
+        """Lines the kernel's guard has written so far (what it found), without waiting.
+
+        The guard's key line (the channel's first) and its answers to
+        :meth:`confirm_checked` are taken out; a false one, or a key line anywhere else,
+        comes back as a ``violation`` line (someone else wrote into the channel)."""
         if getattr(self, "_channel", None) is None:
             return []
         chunks = []
@@ -532,11 +618,63 @@ class SandboxedKernelManager(AsyncKernelManager):
             except BlockingIOError:
                 break
             if not data:
+                self._channel_eof = True  # the kernel is gone
                 break
             chunks.append(data)
         text = self._channel_buffer + b"".join(chunks)
         *lines, self._channel_buffer = text.split(b"\n")
-        return [ln.decode("utf-8", "replace") for ln in lines]
+        out = []
+        for raw in lines:
+            line = raw.decode("utf-8", "replace")
+            if not line:
+                continue
+            if self._key is None:
+                if line.startswith("key\t"):
+                    try:
+                        self._key = bytes.fromhex(line.split("\t", 1)[1])
+                        continue
+                    except ValueError:
+                        pass
+                self._key = b""  # no answer of the guard's can be trusted from here on
+                out.append("violation\tthe guard's channel does not begin with its key "
+                           "(someone else wrote into it first)")
+            if line.startswith("key\t"):
+                out.append("violation\twrites into the guard's channel: a second key")
+            elif line.startswith("checked\t"):
+                _, nonce, answer = (line.split("\t") + ["", ""])[:3]
+                true = self._key and hmac.compare_digest(
+                    answer, hmac.digest(self._key, nonce.encode(), "sha256").hex())
+                if not true or nonce not in self._nonces:
+                    out.append("violation\twrites into the guard's channel: a false answer")
+                elif nonce == self._nonces[-1]:
+                    self._answered = True
+            else:
+                out.append(line)
+        return out
+
+    def confirm_checked(self, timeout: float = 10.0) -> tuple[list[str], bool]:
+        """Ask the kernel's guard to compare the shell's state with its baseline now (after
+        a cell) and wait for its answer: (the lines it wrote meanwhile, whether it answered).
+        The answer is an HMAC of a fresh nonce under the guard's key, so no learner code can
+        give it in the guard's place; a guard that does not answer was interfered with."""
+        if getattr(self, "_requests", None) is None:
+            return self.drain_channel(), True
+        nonce = os.urandom(16).hex()
+        self._nonces.append(nonce)
+        self._answered = False
+        try:
+            os.write(self._requests, f"{nonce}\n".encode())
+        except OSError:  # the pipe is full: nobody reads it
+            return self.drain_channel(), False
+        lines, deadline = [], time.monotonic() + timeout
+        while True:
+            lines += self.drain_channel()
+            if self._answered or self._channel_eof:
+                return lines, self._answered
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return lines, False
+            select.select([self._channel], [], [], min(left, 1.0))
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
@@ -544,9 +682,10 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._remove_scratch()
 
     def _remove_scratch(self) -> None:
-        if getattr(self, "_channel", None) is not None:
-            os.close(self._channel)
-            self._channel = None
+        for fd in ("_channel", "_requests"):
+            if getattr(self, fd, None) is not None:
+                os.close(getattr(self, fd))
+                setattr(self, fd, None)
         zygote = getattr(self, "_zygote", None)
         if zygote is not None:  # the kernel's leftovers killed, its files wiped
             self._zygote = None
@@ -641,7 +780,18 @@ def _guarded_execute_class():
             km = getattr(self, "km", None)
             if cell.cell_type == "code" and isinstance(km, SandboxedKernelManager):
                 failed = False
-                for line in km.drain_channel():
+                stopped = self._dead or any(o.get("ename") in ("CellTimeoutError",
+                                                               "DeadKernelError")
+                                            for o in cell.outputs)
+                if stopped:  # a kernel that did not finish the cell cannot be asked
+                    lines = km.drain_channel()
+                else:  # the shell's state after the cell, looked at by the guard now
+                    lines, answered = km.confirm_checked()
+                    if not answered:
+                        self._found.append("the kernel's guard did not answer the grader "
+                                           "after this cell (its thread or its pipes were "
+                                           "interfered with)")
+                for line in lines:
                     if line.startswith("violation\t"):
                         self._found.append(line.split("\t", 1)[1])
                     elif line == "cell\tfailed":  # the cell's code raised (the guard's exec)

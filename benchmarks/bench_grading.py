@@ -122,12 +122,25 @@ PHASES = [("kernel start (bwrap, Python, ipykernel)", ["kernel start", "-guard i
           ("side table and CSV writes", ["csv writes"])]
 
 
-def profile_table(path: Path) -> list[str]:
-    """The profile's lines: seconds per phase summed over the class."""
+def profile_table(path: Path, began: float | None = None,
+                  ended: float | None = None) -> list[str]:
+    """The profile's lines: seconds per phase summed over the class; with ``began`` and
+    ``ended`` (the run's start and end, ``time.time()``), the seconds before the first
+    submission's grading began and after the last one's ended (start-up, release, summary)."""
     sums: dict[str, float] = {}
+    first, last = float("inf"), 0.0
+    marks: list[tuple[float, str]] = []  # the grader's phases (autograder.grading.run.mark)
     for line in path.read_text().splitlines():
-        for k, v in json.loads(line).items():
-            if isinstance(v, (int, float)):
+        entry = json.loads(line)
+        if "phase" in entry:
+            marks.append((entry["at"], entry["phase"]))
+            continue
+        for k, v in entry.items():
+            if k == "began":
+                first = min(first, v)
+            elif k == "ended":
+                last = max(last, v)
+            elif isinstance(v, (int, float)):
                 sums[k] = sums.get(k, 0.0) + v
     lines = []
     for label, keys in PHASES:
@@ -135,6 +148,13 @@ def profile_table(path: Path) -> list[str]:
                    for k in keys)
         lines.append(f"    {label:<46} {secs:8.1f} s")
     lines.append(f"    {'total in workers':<46} {sums.get('total', 0.0):8.1f} s")
+    if began is not None and ended is not None and last:
+        lines.append(f"    {'wall: before the first submission':<46} {first - began:8.1f} s")
+        lines.append(f"    {'wall: after the last submission':<46} {ended - last:8.1f} s")
+        marks = sorted(marks + [(began, "Python start-up and imports"), (ended, "")])
+        lines.append("  the grader's phases, wall seconds:")
+        for (at, phase), (after, _) in zip(marks, marks[1:]):
+            lines.append(f"    {phase:<46} {after - at:8.1f} s")
     return lines
 
 
@@ -167,7 +187,9 @@ def bench(tmp: Path, name: str, counts: dict[str, int], jobs: int | None,
     cmd = [sys.executable, "-m", "autograder", "grade", str(root / "class"), "--workspace",
            str(ours_ws), "--no-progress"] + (["--jobs", str(jobs)] if jobs else [])
     meter = CpuMeter(f"{name}-ours")
+    began = time.time()
     t_ours = timed(cmd, REPO, prof, meter)
+    ended = time.time()
     time.sleep(0.5)  # the warm sandboxes die with their workers
     cpu_ours = meter.seconds()
     from nbgrader.api import Gradebook
@@ -196,7 +218,7 @@ def bench(tmp: Path, name: str, counts: dict[str, int], jobs: int | None,
           f"grading took {t_ours / (cpu_plain / cores):.2f}x the floor")
     if prof is not None and prof.is_file():
         print("  profile of autograder grade, seconds summed over the class:")
-        print("\n".join(profile_table(prof)))
+        print("\n".join(profile_table(prof, began, ended)))
     if plain != ours:
         result["differences"] = {f"{k[0]}/{k[1]}": (plain.get(k), ours.get(k))
                                  for k in set(plain) | set(ours) if plain.get(k) != ours.get(k)}

@@ -25,4 +25,6 @@ command does and what each status means):
 - :mod:`~autograder.grading.record`: one record: the CSV files derived from the gradebook.
 - :mod:`~autograder.grading.export`: the file to upload to a learning platform.
 - :mod:`~autograder.grading.manual`: manual grading without a browser.
+- :mod:`~autograder.grading.speedups`: work nbgrader repeats on every call, done once per
+  process (schema validators, template bytecode, the gradebook's engine).
 """

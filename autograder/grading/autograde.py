@@ -84,14 +84,15 @@ def grade_one(api, sub: Submission, workspace: Path) -> Row:
     from autograder import sandbox
 
     sandbox.PROFILE.clear()
-    start = time.perf_counter()
+    start, began = time.perf_counter(), time.time()
     try:
         return _grade_one(api, sub, workspace)
     finally:
         times = dict(sandbox.PROFILE)
         times["total"] = time.perf_counter() - start
         with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"student_id": sub.student_id, **times}) + "\n")
+            f.write(json.dumps({"student_id": sub.student_id, **times,
+                                "began": began, "ended": time.time()}) + "\n")
 
 
 def _phase(what: str, start: float) -> float:

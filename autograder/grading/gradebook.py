@@ -91,6 +91,10 @@ def open_gradebook(workspace: Path):
     """``nbgrader.api.Gradebook`` on the workspace (a context manager)."""
     from nbgrader.api import Gradebook
 
+    from autograder.grading import speedups
+
+    speedups.apply()  # one engine per database in this process, no alembic subprocess
+
     return Gradebook(db_url(workspace))
 
 

@@ -65,12 +65,14 @@ class Worker:
     worker dies, and a fresh worker takes its place.
     """
 
-    def __init__(self, workspace: Path, index: int, cell_timeout: int, memory_mb: int,
-                 late_penalty: str = "none"):
+    def __init__(self, workspace: Path, index: int | str, cell_timeout: int, memory_mb: int,
+                 late_penalty: str = "none", warm: tuple[str, ...] = ()):
         self.workspace = workspace
         self.args = [sys.executable, "-m", "autograder.grading.pool", str(workspace),
                      "--cell-timeout", str(cell_timeout), "--memory-mb", str(memory_mb),
                      "--late-penalty", late_penalty]
+        if warm:  # the assignments it will grade: its warm sandbox starts with it
+            self.args += ["--warm", ",".join(warm)]
         self.log = workspace / "logs" / f"worker-{index}.log"
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.proc = None
@@ -151,55 +153,6 @@ def _die_with_parent() -> None:
         pass
 
 
-def _speed_up_nbgrader() -> None:
-    """Work nbgrader and nbconvert redo for every notebook, done once per worker: the
-    check of nbgrader's cell-metadata schema against JSON Schema's meta-schema (for every
-    cell), and the compilation of the feedback's Jinja templates (kept as bytecode, reused
-    while the template's source is unchanged)."""
-    import types
-
-    import jinja2
-    import jsonschema
-    import nbgrader.nbgraderformat.common as nbgrader_format
-    from nbconvert.exporters.templateexporter import TemplateExporter
-
-    validators: dict[int, tuple] = {}
-
-    def validate(instance, schema):
-        """jsonschema.validate, the schema known valid (it is nbgrader's own)."""
-        cached = validators.get(id(schema))
-        if cached is None or cached[0] is not schema:
-            cached = validators[id(schema)] = (
-                schema, jsonschema.validators.validator_for(schema)(schema))
-        error = jsonschema.exceptions.best_match(cached[1].iter_errors(instance))
-        if error is not None:
-            raise error
-
-    nbgrader_format.jsonschema = types.SimpleNamespace(
-        validate=validate, ValidationError=jsonschema.ValidationError)
-
-    class MemoryBytecodeCache(jinja2.BytecodeCache):
-        def __init__(self):
-            self.store: dict[str, bytes] = {}
-
-        def load_bytecode(self, bucket):
-            if bucket.key in self.store:  # jinja checks the source's checksum itself
-                bucket.bytecode_from_string(self.store[bucket.key])
-
-        def dump_bytecode(self, bucket):
-            self.store[bucket.key] = bucket.bytecode_to_string()
-
-    cache = MemoryBytecodeCache()
-    create = TemplateExporter._create_environment
-
-    def _create_environment(self):
-        env = create(self)
-        env.bytecode_cache = cache
-        return env
-
-    TemplateExporter._create_environment = _create_environment
-
-
 def main(argv: list[str] | None = None) -> int:
     """The worker process. The memory cap is set before anything else is imported, so the
     kernels this process starts inherit it."""
@@ -212,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cell-timeout", type=int, default=60)
     parser.add_argument("--memory-mb", type=int, default=0)
     parser.add_argument("--late-penalty", default="none")
+    parser.add_argument("--warm", default="", help="assignments (comma-separated) whose "
+                        "kernels' warm sandbox to start now, while nbgrader is imported")
     args = parser.parse_args(argv)
     _die_with_parent()
     if args.memory_mb:
@@ -224,12 +179,19 @@ def main(argv: list[str] | None = None) -> int:
         # Not a quota: many files can still add up (bubblewrap 0.8 has no tmpfs --size).
         resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
 
+    if args.warm and os.environ.get("AUTOGRADER_SANDBOX") == "1":
+        from autograder import sandbox
+
+        if sandbox.warm_kernels():
+            sandbox.prewarm([a for a in args.warm.split(",") if a])
     sys.modules.setdefault("rfc3987_syntax", None)  # see autograder/__main__.py
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
 
-    _speed_up_nbgrader()
+    from autograder.grading import speedups
+
+    speedups.apply()
 
     from autograder.config import apply
     from autograder.grading.autograde import STAGED, grade_one

@@ -60,10 +60,30 @@ def release(assignment: str, to: Path, workspace: Path | None = None, *,
         ws.mkdir(parents=True, exist_ok=True)
         write_config(ws, release_directory=to, cell_timeout=cell_timeout,
                      late_penalty=late_penalty)
-        done = nbgrader(["generate_assignment", assignment, "--force"], cwd=ws)
-        if done.returncode != 0:
-            raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n{done.stdout}")
+        done = _generate_assignment(assignment, ws, release_directory=to,
+                                    cell_timeout=cell_timeout, late_penalty=late_penalty)
+        if not done.get("success"):
+            raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n"
+                               f"{done.get('log') or ''}{done.get('error') or ''}")
     return to / assignment / f"{assignment}.ipynb"
+
+
+def _generate_assignment(assignment: str, workspace: Path, **settings) -> dict:
+    """``nbgrader generate_assignment ASSIGNMENT --force`` in this process, with the
+    config ``nbgrader_config.py`` in ``workspace`` holds (:func:`write_config`; ``settings``
+    are its arguments): nbgrader's API, without a second Python and its imports."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    from autograder.config import apply
+    from autograder.grading import speedups
+
+    speedups.apply()
+    config = Config()
+    apply(config, workspace, **settings)
+    api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+    return api.generate_assignment(assignment, force=True)
 
 
 def ensure_released(workspace: Path, assignment: str, *, cell_timeout: int,

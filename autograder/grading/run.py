@@ -29,6 +29,15 @@ from autograder.grading.submission import Submission, discover
 CSV_INTERVAL = 1.0  # seconds between two rewrites of grades.csv while a class is graded
 
 
+def mark(phase: str) -> None:
+    """With ``$AUTOGRADER_PROFILE`` set (benchmarks/bench_grading.py --profile), note when
+    ``phase`` of the run began (the profile prints the time between marks)."""
+    path = os.environ.get("AUTOGRADER_PROFILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"phase": phase, "at": time.time()}) + "\n")
+
+
 class ClassRun:
     """The state of one grading run: the rows so far and the submissions left to grade."""
 
@@ -139,13 +148,12 @@ class ClassRun:
             t.join()
         bar.close()
 
-    def start_workers(self, jobs: int) -> None:
-        """Start up to ``jobs`` workers; they import nbgrader while the release runs."""
-        self.workers = [Worker(self.workspace, i, self.cell_timeout, self.memory_mb,
-                               self.late_penalty)
-                        for i in range(max(1, min(jobs, len(self.todo)))) if self.todo]
-        for w in self.workers:
-            w.start()
+    def use_workers(self, workers: list[Worker]) -> None:
+        """Grade with ``workers`` (started by :func:`start_workers` before the submissions
+        to grade were known): as many as there are submissions to grade; the others stop."""
+        self.workers = workers[:len(self.todo)]
+        for w in workers[len(self.todo):]:
+            w.kill()
 
     def release(self) -> None:
         """Record each assignment and each student of the class in the workspace's gradebook
@@ -161,6 +169,19 @@ class ClassRun:
             for w in self.workers:
                 w.kill()
             raise
+
+
+def start_workers(workspace: Path, subs: list[Submission], jobs: int, *, cell_timeout: int,
+                  memory_mb: int, late_penalty: str) -> list[Worker]:
+    """Start ``jobs`` workers (fewer for a smaller class) at the start of a run: they import
+    nbgrader and start their warm sandboxes while the grader works out what to grade and
+    releases the assignments (:meth:`ClassRun.use_workers` stops the ones not needed)."""
+    warm = tuple(sorted({s.assignment for s in subs if source_notebook(s.assignment).is_file()}))
+    workers = [Worker(workspace, i, cell_timeout, memory_mb, late_penalty, warm=warm)
+               for i in range(min(jobs, len(subs)))]
+    for w in workers:
+        w.start()
+    return workers
 
 
 def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeout: int = 60,
@@ -209,6 +230,7 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         print(f"error: another grading run is using {workspace}", file=sys.stderr)
         return 2
     client = None
+    workers: list[Worker] = []
     try:
         if db_url:
             try:
@@ -227,6 +249,7 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
             if gradebook.db_url(workspace).startswith("sqlite"):
                 print("warning: the gradebook is SQLite; with Dask workers on several machines "
                       "give --db-url postgresql://USER@HOST/DATABASE", file=sys.stderr)
+        mark("start-up")
         write_config(workspace, release_directory=workspace / "release",
                      cell_timeout=cell_timeout, late_penalty=late_penalty)
         subs = discover(submissions.resolve())
@@ -236,6 +259,11 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
             print(f"error: --regrade names student(s) with no submission in {submissions}: "
                   f"{', '.join(unknown)}", file=sys.stderr)
             return 2
+        if client is None:
+            mark("start workers")
+            workers = start_workers(workspace, subs, jobs, cell_timeout=cell_timeout,
+                                    memory_mb=memory_mb, late_penalty=late_penalty)
+        mark("resume: inputs of each grade")
         run = ClassRun(workspace, subs, cell_timeout=cell_timeout, memory_mb=memory_mb,
                        late_penalty=late_penalty, force=force, regrade=frozenset(regrade))
         if run.reasons:
@@ -250,9 +278,11 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
             if run.todo and not cluster.workers_in_use(client)[0]:
                 print(f"waiting for Dask workers to join {scheduler}", file=sys.stderr)
         else:
-            run.start_workers(jobs)
+            run.use_workers(workers)
+        mark("release")
         run.release()
         run.save()
+        mark("grading")
         start = time.monotonic()
         if client is not None:
             used = cluster.grade(run, client, progress)
@@ -263,6 +293,7 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
             where = f" with {len(run.workers)} worker(s)"
             run.grade(progress)
         # grades.csv, tests.csv and the summary from the gradebook (the one record).
+        mark("grades.csv and summary")
         for line in derive(workspace)[1]:
             print(line)
         print("kernels sandboxed with bubblewrap (no network, no course files)" if sandbox
@@ -273,8 +304,11 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         if not gradebook.db_url(workspace).startswith("sqlite"):
             print(f"gradebook: {gradebook.shown(gradebook.db_url(workspace))}")
         expected = {(s.student_id, s.assignment) for s in subs}
+        mark("end")
         return 0 if expected <= set(run.rows) else 1
     finally:
+        for w in workers:  # a run that stopped early: no worker outlives it
+            w.kill()
         if client is not None:
             client.close()
         lock.release()

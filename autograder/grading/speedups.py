@@ -1,0 +1,151 @@
+"""Work nbgrader redoes on every call, done once per process (issue 16).
+
+:func:`apply` is called by every grading process (the grader, its workers) before it uses
+nbgrader. Each change keeps nbgrader's result and only skips a repetition:
+
+- the check of nbgrader's cell-metadata schema against JSON Schema's meta-schema, which
+  ``jsonschema.validate`` repeats for every cell: the validator is built once per schema;
+- the compilation of the feedback's Jinja templates, kept as bytecode while the template's
+  source is unchanged (Jinja checks the source's checksum itself);
+- the alembic revision a new gradebook is stamped with, which nbgrader reads by running
+  ``alembic heads`` in a subprocess (about 2.8 s on a 2-core machine): read in this process
+  from nbgrader's own migration scripts, with alembic's API;
+- the database engine of a gradebook: nbgrader's ``Gradebook`` creates an engine, inspects
+  the database and runs ``create_all`` each time it is opened (about eleven times per graded
+  notebook), and a fresh engine compiles every SQL statement again. An open gradebook on a
+  database this process has opened before reuses its engine; a SQLite file is recognised by
+  its device and inode, so a database deleted and made again gets a new engine.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+_applied = False
+_lock = threading.Lock()
+
+
+def apply() -> None:
+    """Apply every change once in this process (later calls do nothing)."""
+    global _applied
+    with _lock:
+        if _applied:
+            return
+        _cache_schema_validators()
+        _cache_template_bytecode()
+        _alembic_head_in_process()
+        _reuse_engines()
+        _applied = True
+
+
+def _cache_schema_validators() -> None:
+    import types
+
+    import jsonschema
+    import nbgrader.nbgraderformat.common as nbgrader_format
+
+    validators: dict[int, tuple] = {}
+
+    def validate(instance, schema):
+        """jsonschema.validate, the schema known valid (it is nbgrader's own)."""
+        cached = validators.get(id(schema))
+        if cached is None or cached[0] is not schema:
+            cached = validators[id(schema)] = (
+                schema, jsonschema.validators.validator_for(schema)(schema))
+        error = jsonschema.exceptions.best_match(cached[1].iter_errors(instance))
+        if error is not None:
+            raise error
+
+    nbgrader_format.jsonschema = types.SimpleNamespace(
+        validate=validate, ValidationError=jsonschema.ValidationError)
+
+
+def _cache_template_bytecode() -> None:
+    import jinja2
+    from nbconvert.exporters.templateexporter import TemplateExporter
+
+    class MemoryBytecodeCache(jinja2.BytecodeCache):
+        def __init__(self):
+            self.store: dict[str, bytes] = {}
+
+        def load_bytecode(self, bucket):
+            if bucket.key in self.store:  # jinja checks the source's checksum itself
+                bucket.bytecode_from_string(self.store[bucket.key])
+
+        def dump_bytecode(self, bucket):
+            self.store[bucket.key] = bucket.bytecode_to_string()
+
+    cache = MemoryBytecodeCache()
+    create = TemplateExporter._create_environment
+
+    def _create_environment(self):
+        env = create(self)
+        env.bytecode_cache = cache
+        return env
+
+    TemplateExporter._create_environment = _create_environment
+
+
+def alembic_head() -> str:
+    """The newest revision of nbgrader's gradebook schema (what ``alembic heads`` prints
+    for nbgrader's migration scripts, ``nbgrader/alembic``)."""
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    return ScriptDirectory(ALEMBIC_DIR).get_current_head()
+
+
+def _alembic_head_in_process() -> None:
+    import nbgrader.api
+
+    nbgrader.api.get_alembic_version = alembic_head
+
+
+def _engine_key(db_url: str) -> tuple | None:
+    """What identifies the database behind ``db_url``: the URL, and for a SQLite file its
+    device and inode (None while the file does not exist: nbgrader creates it)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db_url)
+    if not url.get_backend_name() == "sqlite":
+        return (db_url,)
+    path = url.database
+    if not path or path == ":memory:":
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (db_url, st.st_dev, st.st_ino)
+
+
+def _reuse_engines() -> None:
+    from nbgrader.api import Gradebook
+    from sqlalchemy.orm import scoped_session, sessionmaker
+
+    original = Gradebook.__init__
+    engines: dict[tuple, object] = {}
+    lock = threading.Lock()
+
+    def __init__(self, db_url: str, course_id: str = "default_course", authenticator=None):
+        key = _engine_key(db_url)
+        with lock:
+            engine = engines.get(key) if key is not None else None
+        if engine is None:  # nbgrader's own: creates the tables and stamps the revision
+            original(self, db_url, course_id=course_id, authenticator=authenticator)
+            key = _engine_key(db_url)
+            if key is not None:
+                with lock:
+                    engines.setdefault(key, self.engine)
+            return
+        # What nbgrader's __init__ does once the tables exist (they do: this engine's
+        # first gradebook created them).
+        self.engine = engine
+        self.db = scoped_session(sessionmaker(autoflush=True, bind=engine, future=True))
+        self.check_course(course_id=course_id)
+        self.course_id = course_id
+        self.authenticator = authenticator
+
+    __init__.__doc__ = original.__doc__
+    Gradebook.__init__ = __init__
