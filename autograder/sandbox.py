@@ -407,9 +407,15 @@ def zygote_for(assignment: str, preload: tuple[str, ...] | None = None,
         if not _ZYGOTE:
             import atexit
 
-            atexit.register(lambda: _ZYGOTE and _ZYGOTE.pop().close())
+            atexit.register(close_warm)
         _ZYGOTE.append(zygote)
         return zygote
+
+
+def close_warm() -> None:
+    """Stop this process's warm sandbox and remove its files (at exit)."""
+    if _ZYGOTE:
+        _ZYGOTE.pop().close()
 
 
 def prewarm(assignments) -> None:
@@ -520,7 +526,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         self._channel_buffer = b""
         self._key = None  # the guard's HMAC key, the channel's first line (confirm_checked)
         self._nonces: list[str] = []
-        self._answered = self._channel_eof = False
+        self._answered = self._channel_eof = self._forged = False
         # The requests for a look after each cell: opened for reading and writing, so that
         # the guard's open for reading returns at once.
         self._requests_path = run / f"{name}.requests"
@@ -646,6 +652,7 @@ class SandboxedKernelManager(AsyncKernelManager):
                     answer, hmac.digest(self._key, nonce.encode(), "sha256").hex())
                 if not true or nonce not in self._nonces:
                     out.append("violation\twrites into the guard's channel: a false answer")
+                    self._forged = True
                 elif nonce == self._nonces[-1]:
                     self._answered = True
             else:
@@ -669,7 +676,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         lines, deadline = [], time.monotonic() + timeout
         while True:
             lines += self.drain_channel()
-            if self._answered or self._channel_eof:
+            if self._answered or self._channel_eof or self._forged:
                 return lines, self._answered
             left = deadline - time.monotonic()
             if left <= 0:
@@ -783,10 +790,11 @@ def _guarded_execute_class():
                 stopped = self._dead or any(o.get("ename") in ("CellTimeoutError",
                                                                "DeadKernelError")
                                             for o in cell.outputs)
-                if stopped:  # a kernel that did not finish the cell cannot be asked
-                    lines = km.drain_channel()
+                if stopped or self._found:  # a kernel that did not finish the cell cannot
+                    lines = km.drain_channel()  # be asked; tampering found: no need to
                 else:  # the shell's state after the cell, looked at by the guard now
-                    lines, answered = km.confirm_checked()
+                    with profiled("the guard's look after each cell"):
+                        lines, answered = km.confirm_checked()
                     if not answered:
                         self._found.append("the kernel's guard did not answer the grader "
                                            "after this cell (its thread or its pipes were "

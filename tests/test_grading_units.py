@@ -316,3 +316,49 @@ def test_the_package_docstring_lists_every_module(repo):
                      if p.stem != "__init__")
     missing = [m for m in modules if f":mod:`~autograder.grading.{m}`" not in grading.__doc__]
     assert not missing, f"add a line for {missing} to autograder/grading/__init__.py"
+
+
+# -- work done once per process (grading.speedups) ------------------------------------
+
+
+def test_a_new_gradebook_is_stamped_with_the_revision_alembic_names():
+    """The revision read with alembic's API is what ``alembic heads`` prints for nbgrader's
+    migration scripts (what nbgrader itself ran in a subprocess)."""
+    import os
+    import subprocess
+    import sys
+
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    from autograder.grading import speedups
+
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    with _temp_alembic_ini("sqlite:////tmp/unused.db") as ini:
+        out = subprocess.run(["alembic", "-c", ini, "heads"], capture_output=True, text=True,
+                             env=env, check=True).stdout
+    assert speedups.alembic_head() == out.split()[0]
+
+
+def test_a_gradebook_reuses_its_engine_until_the_database_is_made_again(tmp_path):
+    """Opening a gradebook again reuses its engine (no schema inspection, statements
+    compiled once); a database file deleted and created again gets a new engine and is
+    empty, whatever the URL's options."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from autograder.grading import speedups
+
+    speedups.apply()
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}?timeout=120"
+    with Gradebook(url) as gb:
+        gb.add_assignment("ex01_python_attention")
+        first = gb.engine
+    with Gradebook(url) as gb:
+        assert gb.engine is first
+        assert gb.find_assignment("ex01_python_attention").name == "ex01_python_attention"
+    (tmp_path / "gradebook.db").unlink()
+    with Gradebook(url) as gb:
+        assert gb.engine is not first
+        with pytest.raises(MissingEntry):
+            gb.find_assignment("ex01_python_attention")
+        gb.add_student("s1")  # the tables exist: nbgrader's own __init__ made them
+        assert [s.id for s in gb.students] == ["s1"]

@@ -37,10 +37,12 @@ WORKER_MB, TORCH_MB = 400, 1000
 
 
 def default_jobs(assignments, uses_torch=None) -> int:
-    """Workers the machine can run at once: two per core this process may use (a worker
-    and its kernel take turns: while the kernel runs a cell, the worker waits, so one
-    worker per core leaves about half the CPU idle; measured in benchmarks/bench_grading.py),
-    fewer when the available memory does not hold that many (torch exercises need more)."""
+    """Workers the machine can run at once: one per core this process may use, fewer when
+    the available memory does not hold that many (torch exercises need more). A worker and
+    its kernel take turns, but their waits are milliseconds (benchmarks/bench_grading.py
+    --profile); a second worker per core made the class slower (40 ex01 on 2 cores: 2
+    workers 18.5 s and 31 CPU s, 3 workers 19.0 s and 34, 4 workers 21.2 s and 39: each
+    worker imports nbgrader and keeps a warm sandbox)."""
     if uses_torch is None:
         from autograder.sandbox import preload_for
 
@@ -52,9 +54,9 @@ def default_jobs(assignments, uses_torch=None) -> int:
             info = {ln.split(":")[0]: int(ln.split()[1]) for ln in f}
         available = info["MemAvailable"] // 1024
     except (OSError, KeyError, ValueError):
-        return max(1, 2 * cores)
+        return max(1, cores)
     need = WORKER_MB + (TORCH_MB if uses_torch else 0)
-    return max(1, min(2 * cores, available // need))
+    return max(1, min(cores, available // need))
 
 
 class Worker:
@@ -78,13 +80,28 @@ class Worker:
         self.proc = None
         self.lines: queue.Queue = queue.Queue()
 
-    def start(self) -> None:
-        """Start the worker process (it imports nbgrader, then waits for tasks)."""
-        err = self.log.open("a", encoding="utf-8")
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=err, text=True, encoding="utf-8", env=child_env(),
-                                     cwd=self.workspace, start_new_session=True)
-        err.close()
+    def start(self, fork: bool = False) -> None:
+        """Start the worker process (it imports nbgrader, then waits for tasks).
+
+        ``fork``: a fork of this process, which has imported what a worker needs
+        (:func:`preload`), instead of a new interpreter that imports it again; only while
+        this process has no other thread (a fork copies only the thread that forks), else
+        a new interpreter. :meth:`listen` must follow (:meth:`start` without ``fork`` does
+        both)."""
+        if fork and threading.active_count() == 1:
+            self.proc = _fork(self.args[3:], self.workspace, self.log)
+        else:
+            err = self.log.open("a", encoding="utf-8")
+            self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=err, text=True,
+                                         encoding="utf-8", env=child_env(),
+                                         cwd=self.workspace, start_new_session=True)
+            err.close()
+        if not fork:
+            self.listen()
+
+    def listen(self) -> None:
+        """Read the started worker's rows in a thread."""
         self.lines = queue.Queue()
         threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
 
@@ -94,14 +111,22 @@ class Worker:
             lines.put(line)
         lines.put(None)  # EOF: the worker exited
 
-    def stop(self, wait: float = 5.0) -> None:
-        """Let an idle worker finish (end of its input: it removes its warm sandbox's
-        files), killing it after ``wait`` seconds."""
+    def finish(self) -> None:
+        """Tell an idle worker there is nothing more to grade (the end of its input): it
+        removes its warm sandbox's files and exits, while the grader goes on."""
         if self.proc and self.proc.poll() is None:
             try:
                 self.proc.stdin.close()
+            except OSError:
+                pass
+
+    def stop(self, wait: float = 5.0) -> None:
+        """Let an idle worker finish (:meth:`finish`), killing it after ``wait`` seconds."""
+        self.finish()
+        if self.proc and self.proc.poll() is None:
+            try:
                 self.proc.wait(timeout=wait)
-            except (OSError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 pass
         self.kill()
 
@@ -110,8 +135,8 @@ class Worker:
         if self.proc and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            except ProcessLookupError:  # a forked worker not yet in its own session
+                os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         self.proc = None
 
@@ -139,6 +164,109 @@ class Worker:
             base.detail = f"the grading worker died; see {self.log.name}"
             return base
         return Row.from_dict(json.loads(line))
+
+
+# The grader's ends of the forked workers' pipes: a worker forked later closes them (or the
+# first worker would never see the end of its input).
+_PARENT_FDS: set[int] = set()
+
+
+def preload() -> None:
+    """Import, in the grader, what a worker imports (nbgrader, the course's plugins) and
+    apply :mod:`~autograder.grading.speedups`, so that forked workers start warm."""
+    sys.modules.setdefault("rfc3987_syntax", None)  # see autograder/__main__.py
+    import nbgrader.apps  # noqa: F401
+    import nbgrader.coursedir  # noqa: F401
+
+    import autograder.grading.autograde  # noqa: F401
+    import autograder.nbgrader_plugins  # noqa: F401
+    import autograder.sandbox  # noqa: F401
+    from autograder.grading import speedups
+
+    speedups.apply()
+
+
+class _Forked:
+    """What :class:`Worker` uses of a ``subprocess.Popen``, for a forked worker."""
+
+    def __init__(self, pid: int, stdin, stdout):
+        self.pid, self.stdin, self.stdout, self.returncode = pid, stdin, stdout, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = self.pid, 0
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.005)
+        return self.returncode
+
+
+def _fork(argv: list[str], workspace: Path, log: Path) -> _Forked:
+    """Fork a worker running :func:`main` ``(argv)``: its own session, the pipes as its
+    standard input and output, ``log`` as its standard error, the workspace as its folder
+    and :func:`child_env` as its environment."""
+    import io
+    import traceback
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    task_r, task_w = os.pipe()
+    row_r, row_w = os.pipe()
+    err = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    pid = os.fork()
+    if pid == 0:  # the worker: never returns into the grader's code
+        code = 1
+        try:
+            os.setsid()
+            for fd in (task_w, row_r, *_PARENT_FDS):
+                os.close(fd)
+            os.dup2(task_r, 0)
+            os.dup2(row_w, 1)
+            os.dup2(err, 2)
+            for fd in (task_r, row_w, err):
+                os.close(fd)
+            os.chdir(workspace)
+            env = child_env()
+            os.environ.clear()
+            os.environ.update(env)
+            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
+                                          line_buffering=True)
+            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                          line_buffering=True)
+            from autograder.grading import speedups
+
+            speedups.forget_engines()  # the grader's database connections stay the grader's
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:  # noqa: BLE001 - the worker's error goes to its log
+            traceback.print_exc()
+        finally:
+            try:
+                from autograder import sandbox
+
+                sandbox.close_warm()  # what atexit does for a worker that is a new interpreter
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    for fd in (task_r, row_w, err):
+        os.close(fd)
+    _PARENT_FDS.update((task_w, row_r))
+    return _Forked(pid, open(task_w, "w", encoding="utf-8"), open(row_r, encoding="utf-8"))
 
 
 def _die_with_parent() -> None:

@@ -139,7 +139,7 @@ class ClassRun:
                         bar.set_postfix_str(f"{s.student_id}: {row.status}")
                         bar.update()
             finally:
-                worker.stop()
+                worker.finish()  # it exits while the grades are derived (stop() waits)
 
         threads = [threading.Thread(target=work, args=(w,)) for w in self.workers]
         for t in threads:
@@ -171,16 +171,29 @@ class ClassRun:
             raise
 
 
+def _import(*modules: str) -> None:
+    import importlib
+
+    for name in modules:
+        importlib.import_module(name)
+
+
 def start_workers(workspace: Path, subs: list[Submission], jobs: int, *, cell_timeout: int,
                   memory_mb: int, late_penalty: str) -> list[Worker]:
     """Start ``jobs`` workers (fewer for a smaller class) at the start of a run: they import
     nbgrader and start their warm sandboxes while the grader works out what to grade and
     releases the assignments (:meth:`ClassRun.use_workers` stops the ones not needed)."""
+    from autograder.grading.pool import preload
+
     warm = tuple(sorted({s.assignment for s in subs if source_notebook(s.assignment).is_file()}))
     workers = [Worker(workspace, i, cell_timeout, memory_mb, late_penalty, warm=warm)
                for i in range(min(jobs, len(subs)))]
+    if workers:
+        preload()  # imported once here, then forked: not once more in every worker
+    for w in workers:  # all forked before the first thread (each listen() starts one)
+        w.start(fork=True)
     for w in workers:
-        w.start()
+        w.listen()
     return workers
 
 
@@ -291,11 +304,17 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
                      f"thread(s)) at {scheduler}")
         else:
             where = f" with {len(run.workers)} worker(s)"
+            # The summary's plotting library, imported while the workers grade (not after).
+            threading.Thread(target=_import, args=("matplotlib.figure",
+                                                   "matplotlib.backends.backend_agg"),
+                             daemon=True).start()
             run.grade(progress)
         # grades.csv, tests.csv and the summary from the gradebook (the one record).
         mark("grades.csv and summary")
         for line in derive(workspace)[1]:
             print(line)
+        for w in run.workers:
+            w.stop()
         print("kernels sandboxed with bubblewrap (no network, no course files)" if sandbox
               else "WARNING: graded WITHOUT a sandbox (--no-sandbox): learner code ran with "
                    "your rights; the sandbox column of grades.csv says 'none'")

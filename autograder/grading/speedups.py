@@ -120,12 +120,23 @@ def _engine_key(db_url: str) -> tuple | None:
     return (db_url, st.st_dev, st.st_ino)
 
 
+_ENGINES: dict[tuple, object] = {}  # _engine_key -> the engine of that database
+
+
+def forget_engines() -> None:
+    """In a forked process: make new engines; the parent's stay the parent's (their pooled
+    connections are not closed here, as SQLAlchemy advises for a fork)."""
+    for engine in _ENGINES.values():
+        engine.dispose(close=False)
+    _ENGINES.clear()
+
+
 def _reuse_engines() -> None:
     from nbgrader.api import Gradebook
     from sqlalchemy.orm import scoped_session, sessionmaker
 
     original = Gradebook.__init__
-    engines: dict[tuple, object] = {}
+    engines = _ENGINES
     lock = threading.Lock()
 
     def __init__(self, db_url: str, course_id: str = "default_course", authenticator=None):

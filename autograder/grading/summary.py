@@ -15,10 +15,9 @@ def write_summary(workspace: Path, rows: list[dict], tests: list[dict]) -> list[
     its points; it shows which behaviours the class got wrong. Written answers graded by
     hand have none.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # matplotlib's Figure with its Agg canvas, not pyplot (no backend machinery to import).
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     lines = []
     by_assignment: dict[str, list[dict]] = defaultdict(list)
@@ -34,7 +33,9 @@ def write_summary(workspace: Path, rows: list[dict], tests: list[dict]) -> list[
         mean = sum(scores) / len(scores) if scores else 0.0
         lines.append(f"{assignment}: {len(group)} submission(s), mean {mean:.1f} / {max_score:g}; "
                      + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
-        fig, ax = plt.subplots(figsize=(6, 3.5))
+        fig = Figure(figsize=(6, 3.5))
+        FigureCanvasAgg(fig)
+        ax = fig.subplots()
         ax.hist(scores, bins=min(20, max(5, int(max_score) + 1)), range=(0, max(max_score, 1)),
                 color="#3465a4", edgecolor="white")
         ax.set_xlabel("score")
@@ -42,7 +43,6 @@ def write_summary(workspace: Path, rows: list[dict], tests: list[dict]) -> list[
         ax.set_title(f"{assignment}: {len(group)} submissions, mean {mean:.1f} of {max_score:g}")
         fig.tight_layout()
         fig.savefig(workspace / f"summary-{assignment}.png", dpi=100)
-        plt.close(fig)
         per_test: dict[str, list[bool]] = defaultdict(list)
         for t in tests:
             # Autograded tests only: a written answer has no pass rate (graded by hand).
