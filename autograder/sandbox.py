@@ -173,7 +173,30 @@ def preload_for(assignment: str) -> tuple[str, ...]:
     return ("torch",) if uses else ()
 
 
-class ForkedKernel:
+class PolledProcess:
+    """What callers use of a ``subprocess.Popen`` (``pid``, ``returncode``, ``poll``,
+    ``wait``) for a process that is not this process's child by ``Popen``: a subclass says
+    how to :meth:`poll` it and how to :meth:`pause` between two looks."""
+
+    pid: int
+    returncode: int | None = None
+
+    def poll(self) -> int | None:
+        raise NotImplementedError
+
+    def pause(self) -> None:
+        time.sleep(0.005)
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            self.pause()
+        return self.returncode
+
+
+class ForkedKernel(PolledProcess):
     """The ``subprocess.Popen`` that jupyter_client's provisioner holds for a kernel forked
     by a :class:`Zygote`: ``pid`` is its PID here, its exit status comes from the zygote."""
 
@@ -188,14 +211,9 @@ class ForkedKernel:
             self.returncode = self.zygote.exit_status(self.nspid)
         return self.returncode
 
-    def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(str(self.pid), timeout)
-            with self.zygote.changed:
-                self.zygote.changed.wait(0.05)
-        return self.returncode
+    def pause(self) -> None:  # until the zygote reports an exit, at most 0.05 s
+        with self.zygote.changed:
+            self.zygote.changed.wait(0.05)
 
     def send_signal(self, signum: int) -> None:
         if self.poll() is None:

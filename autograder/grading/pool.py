@@ -186,34 +186,27 @@ def preload() -> None:
     speedups.apply()
 
 
-class _Forked:
+def _forked(pid: int, stdin, stdout):
     """What :class:`Worker` uses of a ``subprocess.Popen``, for a forked worker."""
+    from autograder.sandbox import PolledProcess
 
-    def __init__(self, pid: int, stdin, stdout):
-        self.pid, self.stdin, self.stdout, self.returncode = pid, stdin, stdout, None
+    class Forked(PolledProcess):
+        def poll(self) -> int | None:
+            if self.returncode is None:
+                try:
+                    done, status = os.waitpid(self.pid, os.WNOHANG)
+                except ChildProcessError:
+                    done, status = self.pid, 0
+                if done:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+            return self.returncode
 
-    def poll(self) -> int | None:
-        if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                pid, status = self.pid, 0
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        import time
-
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(str(self.pid), timeout)
-            time.sleep(0.005)
-        return self.returncode
+    proc = Forked()
+    proc.pid, proc.stdin, proc.stdout = pid, stdin, stdout
+    return proc
 
 
-def _fork(argv: list[str], workspace: Path, log: Path) -> _Forked:
+def _fork(argv: list[str], workspace: Path, log: Path):
     """Fork a worker running :func:`main` ``(argv)``: its own session, the pipes as its
     standard input and output, ``log`` as its standard error, the workspace as its folder
     and :func:`child_env` as its environment."""
@@ -266,7 +259,7 @@ def _fork(argv: list[str], workspace: Path, log: Path) -> _Forked:
     for fd in (task_r, row_w, err):
         os.close(fd)
     _PARENT_FDS.update((task_w, row_r))
-    return _Forked(pid, open(task_w, "w", encoding="utf-8"), open(row_r, encoding="utf-8"))
+    return _forked(pid, open(task_w, "w", encoding="utf-8"), open(row_r, encoding="utf-8"))
 
 
 def _die_with_parent() -> None:
