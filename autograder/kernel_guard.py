@@ -266,10 +266,19 @@ def _setup() -> None:
             frame = frame.f_back
         return frame is not None and is_learner(frame.f_code)
 
+    function_types = (types.FunctionType, types.MethodType)
+
+    def code_of(fn):
+        """The code of a plain function or method, read without running anything of the
+        object's (an attribute lookup could run a learner's property); else None."""
+        if type(fn) is types.MethodType:
+            fn = fn.__func__
+        return fn.__code__ if type(fn) is types.FunctionType else None
+
     def library_code(fn) -> bool:
-        """Whether a callback is a library's function or method (not the learner's)."""
-        code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__func__", None),
-                                                        "__code__", None)
+        """Whether a callback is a library's function or method (not the learner's): any
+        other kind of callable counts as the learner's."""
+        code = code_of(fn) if type(fn) in function_types else None
         return code is not None and not is_learner(code)
 
     def shell_state() -> dict:
@@ -296,7 +305,9 @@ def _setup() -> None:
                 "displayhook": getattr(shell, "displayhook", None),
                 "display_pub": getattr(shell, "display_pub", None),
                 "compile": getattr(shell, "compile", None), "events": getattr(shell, "events",
-                                                                             None)}
+                                                                             None),
+                "input_transformer_manager": getattr(shell, "input_transformer_manager", None),
+                "prefilter_manager": getattr(shell, "prefilter_manager", None)}
         for name, obj in objs.items():
             snap[("object", f"the kernel's {name}")] = obj
             d = getattr(obj, "__dict__", None) if obj is not None else None
@@ -314,6 +325,16 @@ def _setup() -> None:
         for attr in ("input_transformers_cleanup", "input_transformers_post",
                      "ast_transformers", "custom_exceptions"):
             snap[("the shell", attr)] = tuple(getattr(shell, attr, None) or ())
+        # What turns a cell's text into code: the transformer manager's lists, IPython's
+        # prefilter transformers and checkers (their objects are compared above).
+        manager = objs["input_transformer_manager"]
+        for attr in ("cleanup_transforms", "line_transforms", "token_transformers"):
+            snap[("the shell's input_transformer_manager", attr)] = tuple(
+                vars(manager).get(attr) or ()) if hasattr(manager, "__dict__") else None
+        prefilter = objs["prefilter_manager"]
+        for attr in ("_transformers", "_checkers"):
+            snap[("the shell's prefilter_manager", attr)] = tuple(
+                vars(prefilter).get(attr) or ()) if hasattr(prefilter, "__dict__") else None
         for ev, cbs in dict(getattr(getattr(shell, "events", None), "callbacks", {})).items():
             snap[("the shell's events", ev)] = tuple(cb for cb in cbs if not library_code(cb))
         ishell = sys.modules.get("IPython.core.interactiveshell")
@@ -385,8 +406,7 @@ def _setup() -> None:
         for what, fn in (("sys.setprofile", getprofile()), ("sys.settrace", gettrace()),
                          ("threading.setprofile", getattr(threading, "_profile_hook", None)),
                          ("threading.settrace", getattr(threading, "_trace_hook", None))):
-            code = getattr(fn, "__code__", getattr(getattr(fn, "__call__", None), "__code__",
-                                                   None))
+            code = code_of(fn) if type(fn) in function_types else None
             if fn is not None and (code is None or is_learner(code)):
                 found.append(what)
         return found
@@ -440,7 +460,7 @@ def _setup() -> None:
                    f"(found {when})")
 
     def course_function(obj) -> bool:
-        code = getattr(obj, "__code__", None)
+        code = code_of(obj) if type(obj) in function_types else None
         return code is not None and not is_learner(code)
 
     def hook(event: str, args: tuple) -> None:
@@ -521,6 +541,14 @@ def _setup() -> None:
                 depth[get_ident()] += 1
                 state["in_check"] -= 1
                 verify(f"after {name}")
+            return
+        if event in ("compile", "code.__new__"):  # (source | code, filename, ...)
+            name = os.fsdecode(args[1]) if isinstance(args[1], (str, bytes)) else ""
+            if (name.startswith(trusted_prefixes) or name.startswith(course_prefix) or
+                    name.startswith("<check ")) and direct_learner():
+                report(f"compiles code under the file name {name[:200]!r}, which is not "
+                       "the learner's")
+                raise PermissionError("that file name is not the learner's")
             return
         if event == "exec":
             name = args[0].co_filename
@@ -702,14 +730,17 @@ def _setup() -> None:
         tid = get_ident()
         depth[tid] = 1
         try:
+            error = None
             for _ in range(3):  # the namespace changed while scanned: again
                 try:
                     changed = changes(modules=False)  # cheap: ~1 ms, not the modules' 20 ms
-                except Exception:  # noqa: BLE001
+                except Exception as exc:  # noqa: BLE001
+                    error = exc
                     continue
                 if changed:
                     report(f"changed {', '.join(changed[:5])} (found while the notebook ran)")
                 return
+            report(f"the shell's state could not be read ({type(error).__name__})")
         finally:
             depth[tid] = 0
 
@@ -726,6 +757,8 @@ def _setup() -> None:
                     raise OSError("request FIFO replaced")
                 data = read(requests, 4096) if wait_readable([requests], [], [], 0.25)[0] \
                     else b""
+            except BlockingIOError:  # someone else read it first (made non-blocking)
+                data = b""
             except OSError:
                 exit_now(86)  # the grader's requests cannot reach the guard: no grade
             *nonces, pending = (pending + data).split(b"\n")

@@ -81,10 +81,16 @@ class ResilientExecute(Execute):
 
     def preprocess(self, nb, resources, km=None):
         self._dead = False
+        STOPPED.clear()
         try:
             return super().preprocess(nb, resources, km=km)
         except DeadKernelError:  # raised while shutting the dead kernel down
             return nb, self.resources
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        self._timed_out = cell  # this cell ran past the limit: its kernel was interrupted
+        STOPPED.append(("CellTimeoutError", _where(cell)))
+        return await super()._async_handle_timeout(timeout, cell)
 
     def preprocess_cell(self, cell, resources, index):
         if self._dead:
@@ -96,11 +102,23 @@ class ResilientExecute(Execute):
             return super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             self._dead = True
+            STOPPED.append(("DeadKernelError", _where(cell)))
             cell.outputs.append(_error(
                 "DeadKernelError",
                 "the kernel died while running this cell (os._exit, a crash or running out "
                 "of memory)"))
             return cell, self.resources
+
+
+# What the grader saw stop the last notebook's cells, (error name, cell): a cell it
+# interrupted after the time limit, the cell the kernel died in. The status comes from here,
+# not from the outputs' error names, which a learner's own exception can take.
+STOPPED: list[tuple[str, str]] = []
+
+
+def _where(cell) -> str:
+    return (cell or {}).get("metadata", {}).get("nbgrader", {}).get("grade_id") or \
+        "a cell of your own"
 
 
 def _error(ename: str, evalue: str):

@@ -805,9 +805,8 @@ def _guarded_execute_class():
             km = getattr(self, "km", None)
             if cell.cell_type == "code" and isinstance(km, SandboxedKernelManager):
                 failed = False
-                stopped = self._dead or any(o.get("ename") in ("CellTimeoutError",
-                                                               "DeadKernelError")
-                                            for o in cell.outputs)
+                # What the grader itself saw (an output's name is the learner's to choose).
+                stopped = self._dead or getattr(self, "_timed_out", None) is cell
                 if stopped or self._found:  # a kernel that did not finish the cell cannot
                     lines = km.drain_channel()  # be asked; tampering found: no need to
                 else:  # the shell's state after the cell, looked at by the guard now

@@ -16,6 +16,7 @@ from autograder.grading import gradebook, integrity
 from autograder.grading.record import NOTE, combine, fill  # noqa: F401 - combine re-exported
 from autograder.grading.results import Row, Status
 from autograder.grading.submission import Submission, prevalidate
+from autograder.nbgrader_plugins import STOPPED
 from autograder.notebook import nbgrader_meta
 
 # nbgrader's submitted_directory for the grader's workers, relative to the workspace: a
@@ -106,6 +107,7 @@ def _phase(what: str, start: float) -> float:
 
 def _grade_one(api, sub: Submission, workspace: Path) -> Row:
     t = time.perf_counter()
+    STOPPED.clear()  # what stopped the last notebook's cells (filled while this one runs)
     row = Row(sub.student_id, sub.assignment, submission_sha256=sub.sha256,
               max_score=gradebook.max_score(workspace, sub.assignment))
     nb, bad = prevalidate(sub)
@@ -137,6 +139,12 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
         events[Status.RESTORED_TESTS] = "restored from the source: " + ", ".join(restored)
     name = f"{sub.assignment}.ipynb"
     errors = output_events(workspace / "autograded" / sub.student_id / sub.assignment / name)
+    # A dead kernel and a cell past the time limit as the grader saw them (an output's error
+    # name is the learner's to choose: a raised class named DeadKernelError is not a death).
+    for ename in ("DeadKernelError", "CellTimeoutError"):
+        errors[ename] = [where for e, where in STOPPED if e == ename]
+        if not errors[ename]:
+            del errors[ename]
     if "DeadKernelError" in errors:
         events[Status.KERNEL_DIED] = (f"the kernel died in {errors['DeadKernelError'][0]}; "
                                       "later tests scored 0")
