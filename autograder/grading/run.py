@@ -151,9 +151,11 @@ class ClassRun:
     def use_workers(self, workers: list[Worker]) -> None:
         """Grade with ``workers`` (started by :func:`start_workers` before the submissions
         to grade were known): as many as there are submissions to grade; the others stop."""
-        self.workers = workers[:len(self.todo)]
-        for w in workers[len(self.todo):]:
-            w.kill()
+        self.workers, extra = workers[:len(self.todo)], workers[len(self.todo):]
+        for w in extra:  # told first, waited for after: they exit (and remove their warm
+            w.finish()  # sandboxes' files) together
+        for w in extra:
+            w.stop()
 
     def release(self) -> None:
         """Record each assignment and each student of the class in the workspace's gradebook
