@@ -213,12 +213,20 @@ def test_summary_is_written(corpus_run):
 def test_workers_leave_no_warm_sandbox_behind(tmp_path):
     """Each worker's warm sandbox keeps its files in a temporary folder; a run removes them,
     a rerun with nothing to grade too (its workers were started before that was known)."""
-    subs, ws, scratch = tmp_path / "submitted", tmp_path / "ws", tmp_path / "tmp"
-    scratch.mkdir()
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    subs, ws = tmp_path / "submitted", tmp_path / "ws"
+    # A short path: the kernels' Unix sockets live in it (at most 107 bytes).
+    scratch = Path(tempfile.mkdtemp(prefix="ag-tmp-", dir="/tmp"))
     write_submission(subs, "alice", A, filled_notebook(A))
     env = {**os.environ, "TMPDIR": str(scratch)}
-    for expected in ("graded 1 submission(s)", "graded 0 submission(s)"):
-        proc, rows, _ = grade(subs, ws, jobs=2, env=env, extra=["--no-progress"])
-        assert proc.returncode == 0 and expected in proc.stdout, proc.stdout + proc.stderr
-        assert float(rows["alice"]["score"]) == float(rows["alice"]["max_score"]) == 14.0
-        assert sorted(p.name for p in scratch.iterdir()) == []
+    try:
+        for expected in ("graded 1 submission(s)", "graded 0 submission(s)"):
+            proc, rows, _ = grade(subs, ws, jobs=2, env=env, extra=["--no-progress"])
+            assert proc.returncode == 0 and expected in proc.stdout, proc.stdout + proc.stderr
+            assert float(rows["alice"]["score"]) == float(rows["alice"]["max_score"]) == 14.0
+            assert sorted(p.name for p in scratch.iterdir()) == []
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
