@@ -266,8 +266,6 @@ def _setup() -> None:
             frame = frame.f_back
         return frame is not None and is_learner(frame.f_code)
 
-    function_types = (types.FunctionType, types.MethodType)
-
     def code_of(fn):
         """The code of a plain function or method, read without running anything of the
         object's (an attribute lookup could run a learner's property); else None."""
@@ -278,7 +276,7 @@ def _setup() -> None:
     def library_code(fn) -> bool:
         """Whether a callback is a library's function or method (not the learner's): any
         other kind of callable counts as the learner's."""
-        code = code_of(fn) if type(fn) in function_types else None
+        code = code_of(fn)
         return code is not None and not is_learner(code)
 
     def shell_state() -> dict:
@@ -406,7 +404,7 @@ def _setup() -> None:
         for what, fn in (("sys.setprofile", getprofile()), ("sys.settrace", gettrace()),
                          ("threading.setprofile", getattr(threading, "_profile_hook", None)),
                          ("threading.settrace", getattr(threading, "_trace_hook", None))):
-            code = code_of(fn) if type(fn) in function_types else None
+            code = code_of(fn)
             if fn is not None and (code is None or is_learner(code)):
                 found.append(what)
         return found
@@ -460,7 +458,7 @@ def _setup() -> None:
                    f"(found {when})")
 
     def course_function(obj) -> bool:
-        code = code_of(obj) if type(obj) in function_types else None
+        code = code_of(obj)
         return code is not None and not is_learner(code)
 
     def hook(event: str, args: tuple) -> None:
