@@ -788,7 +788,10 @@ def _setup() -> None:
 
 def main() -> None:
     os.dup2(2, 1)  # the process's own stdout is the grader's; kernel output goes over zmq
-    _setup()
+    from autograder.exercises import trusted
+
+    if not trusted(os.environ.get("AUTOGRADER_ASSIGNMENT", "")):
+        _setup()  # the kernel holds the hidden checks: guard them (not needed otherwise)
     from ipykernel.kernelapp import launch_new_instance
 
     sys.argv[0] = "ipykernel_launcher"

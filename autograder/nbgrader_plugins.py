@@ -10,6 +10,7 @@ from nbgrader.preprocessors import ClearSolutions, DeduplicateIds, Execute, NbGr
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
+from autograder.exercises import trusted
 from autograder.notebook import first_error_line, test_summary
 
 
@@ -82,10 +83,15 @@ class ResilientExecute(Execute):
     def preprocess(self, nb, resources, km=None):
         self._dead = False
         STOPPED.clear()
+        assignment = resources.get("nbgrader", {}).get("assignment", "") or ""
+        self._trusted = TrustedTests(self, nb) if trusted(assignment) else None
         try:
             return super().preprocess(nb, resources, km=km)
         except DeadKernelError:  # raised while shutting the dead kernel down
             return nb, self.resources
+        finally:
+            if self._trusted is not None:
+                self._trusted.close()
 
     async def _async_handle_timeout(self, timeout, cell=None):
         self._timed_out = cell  # this cell ran past the limit: its kernel was interrupted
@@ -98,6 +104,13 @@ class ResilientExecute(Execute):
                 cell.outputs = [_error("DeadKernelError",
                                        "the kernel died while running an earlier cell")]
             return cell, self.resources
+        tests = getattr(self, "_trusted", None)
+        if tests is not None and cell.cell_type == "code":
+            return tests.preprocess_cell(cell, resources, index)
+        return self._execute_in_kernel(cell, resources, index)
+
+    def _execute_in_kernel(self, cell, resources, index):
+        """Run ``cell`` in the learner's kernel (a death recorded, never raised)."""
         try:
             return super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
@@ -108,6 +121,101 @@ class ResilientExecute(Execute):
                 "the kernel died while running this cell (os._exit, a crash or running out "
                 "of memory)"))
             return cell, self.resources
+
+
+class TrustedTests:
+    """The test cells of one notebook graded by the trusted checker (:mod:`autograder.checker`).
+
+    The kernel runs each test cell's visible part only (its output is display); the
+    checker runs the whole cell, hidden part included, against the learner's names through
+    plain data, and its verdict alone sets the cell's points: an error output when it
+    failed, none when it passed. The setup cells (locked instructor code) run in the
+    checker too. A broken protocol is ``TamperingDetected`` for this and every later test.
+    """
+
+    def __init__(self, executor: ResilientExecute, nb):
+        from autograder import checker
+
+        self.executor, self.checker, self.nb = executor, checker, nb
+        self.setup_sources: list[str] = []
+        self.setup: dict | None = None
+        self.session = None
+        self.folder = None
+        self.broken = ""  # what broke the protocol, once it has
+
+    def _session(self):
+        if self.session is None:
+            km = self.executor.km
+            self.folder, self._made = self.checker.exchange_folder(km)
+            self.session = self.checker.Session(self._rpc, self.folder, self.nb)
+        return self.session
+
+    def close(self) -> None:
+        if self.folder is not None and self._made:
+            self.checker.remove_folder(self.folder)
+
+    def preprocess_cell(self, cell, resources, index):
+        from nbgrader.utils import is_grade, is_solution
+
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        ex = self.executor
+        if is_grade(cell) and not is_solution(cell):
+            return self._test_cell(cell, resources, index)
+        if meta.get("locked") and not is_solution(cell):
+            self.setup_sources.append(cell.source)
+        return ex._execute_in_kernel(cell, resources, index)
+
+    def _rpc(self, code: str) -> None:
+        ex, cell = self.executor, self._cell
+        call = self.checker.new_cell_like(cell, code)
+        try:
+            ex.execute_cell(call, self._index, store_history=False)
+        except DeadKernelError:
+            ex._dead = True
+            STOPPED.append(("DeadKernelError", _where(cell)))
+            raise self.checker.CheckStopped("the kernel died while the checker ran this "
+                                            "test") from None
+        if getattr(ex, "_timed_out", None) is call:
+            raise self.checker.CheckStopped("a call of your code ran longer than the time limit")
+
+    def _test_cell(self, cell, resources, index):
+        ex, full = self.executor, cell.source
+        cell.source = self.checker.visible_part(full)
+        try:
+            cell, resources = ex._execute_in_kernel(cell, resources, index)
+        finally:
+            cell.source = full
+        shown = [o for o in cell.outputs if o.get("output_type") == "display_data" or (
+            o.get("output_type") == "stream" and o.get("name") == "stdout")]
+        if ex._dead:
+            return cell, resources
+        if getattr(ex, "_timed_out", None) is cell:
+            verdict = ("CellTimeoutError", "the test ran longer than the time limit")
+        elif self.broken:
+            verdict = (TAMPERING_ERROR, self.broken)
+        else:
+            verdict = self._verdict(cell, index)
+        cell.outputs = shown + ([_error(*verdict)] if verdict else [])
+        ex.nb["cells"][index] = cell  # nbclient put each call's cell in its place
+        return cell, resources
+
+    def _verdict(self, cell, index):
+        if self.setup is None:
+            self.setup = self.checker.setup_namespace(self.setup_sources)
+        self._cell, self._index = cell, index
+        session = self._session()
+        try:
+            return self.checker.run_test(session, cell.source, self.setup, _where(cell))
+        except self.checker.ProtocolError as exc:
+            self.broken = f"the kernel broke the checker's protocol in {_where(cell)}: {exc}"
+            return TAMPERING_ERROR, self.broken
+        except self.checker.CheckStopped as exc:
+            if self.executor._dead:
+                return "DeadKernelError", str(exc)
+            return "CellTimeoutError" if "time limit" in str(exc) else "CheckStopped", str(exc)
+
+
+TAMPERING_ERROR = "TamperingDetected"
 
 
 # What the grader saw stop the last notebook's cells, (error name, cell): a cell it

@@ -129,8 +129,24 @@ def _rust_sysroot() -> str | None:
         else None
 
 
-def _copy_course(dest: Path) -> None:
-    """The Python package the kernel needs (not the grader, not bytecode caches)."""
+# What a kernel of an exercise whose hidden tests run in the checker (autograder.checker)
+# gets of the course package: the launchers, the visible tests' helpers and the client.
+# No reference, no check, no answer.
+KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "wire.py",
+                "kernel_client.py", "kernel_guard.py", "kernel_zygote.py")
+
+
+def _copy_course(dest: Path, assignment: str | None = None) -> None:
+    """The Python package the kernel needs (not the grader, not bytecode caches): for an
+    exercise graded by the checker (or ``assignment`` None: the warm sandbox's own start)
+    only :data:`KERNEL_FILES`."""
+    from autograder.checker import trusted
+
+    if assignment is None or trusted(assignment):
+        (dest / "autograder").mkdir(parents=True, exist_ok=True)
+        for name in KERNEL_FILES:
+            shutil.copyfile(PACKAGE / name, dest / "autograder" / name)
+        return
     shutil.copytree(PACKAGE, dest / "autograder", ignore=shutil.ignore_patterns(
         "__pycache__", "grading", "cli.py", "__main__.py", "*.pyc", "target"))
 
@@ -362,15 +378,16 @@ class Zygote:
                 return self.exits[nspid]
             return -signal.SIGKILL if self.dead else None
 
-    def prepare(self, cwd: Path) -> tuple[Path, str]:
-        """Copy the notebook's folder ``cwd`` and the course package into the sandbox for the
-        next kernel; return (the run folder, the kernel's name in it)."""
+    def prepare(self, cwd: Path, assignment: str = "") -> tuple[Path, str]:
+        """Copy the notebook's folder ``cwd`` and the course package (what ``assignment``'s
+        kernel needs) into the sandbox for the next kernel; return (the run folder, the
+        kernel's name in it)."""
         self.wait_ready()
         if self.dirty:
             self.release()
         self.dirty = True
         self.count += 1
-        _copy_course(self.root / "course")
+        _copy_course(self.root / "course", assignment)
         shutil.copytree(cwd, self.root / "work", symlinks=True, dirs_exist_ok=True)
         return self.root / "run", f"kernel{self.count}"
 
@@ -531,7 +548,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         self._zygote = zygote_for(self.assignment) if warm_kernels() else None
         if self._zygote is not None:  # a fork of the warm sandbox's interpreter
             cwd = Path(kw.get("cwd") or os.getcwd()).resolve()
-            run, name = self._zygote.prepare(cwd)
+            run, name = self._zygote.prepare(cwd, self.assignment)
             self.scratch = None
         else:
             self.scratch = Path(tempfile.mkdtemp(prefix="autograder-kernel-"))
@@ -560,6 +577,11 @@ class SandboxedKernelManager(AsyncKernelManager):
             return cmd, kw
         return self._wrap(cmd, kw), kw
 
+    def exchange_folder(self) -> Path:
+        """Where the trusted checker and this kernel exchange requests and replies (in
+        the connection folder, which the sandbox binds at its own path)."""
+        return Path(self.connection_file).parent / f"{Path(self.connection_file).stem}.x"
+
     def _kernel_env(self, kw: dict, run: Path) -> dict:
         """The kernel's whole environment (``run`` is mounted at its own path: the
         connection file names it)."""
@@ -580,7 +602,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         cwd = Path(kw.get("cwd") or os.getcwd()).resolve()
         work = self.scratch / "work"
         shutil.copytree(cwd, work, symlinks=True)
-        _copy_course(self.scratch / "course")
+        _copy_course(self.scratch / "course", self.assignment)
         run = self.scratch / "run"
         kept = kw["env"] = self._kernel_env(kw, run)
         # Our launcher instead of ipykernel's; its arguments (-f FILE ...) stay.
@@ -757,7 +779,7 @@ def exposed_modules(nb) -> tuple[str, ...]:
 def _guarded_execute_class():
     from nbgrader.utils import is_grade, is_solution
 
-    from autograder.nbgrader_plugins import ResilientExecute, _error
+    from autograder.nbgrader_plugins import TAMPERING_ERROR, ResilientExecute, _error
 
     class GuardedExecute(ResilientExecute):
         """nbgrader's Execute (via ResilientExecute) with the kernel in the sandbox.
@@ -803,7 +825,8 @@ def _guarded_execute_class():
             with profiled(role):
                 cell, resources = super().preprocess_cell(cell, resources, index)
             km = getattr(self, "km", None)
-            if cell.cell_type == "code" and isinstance(km, SandboxedKernelManager):
+            if cell.cell_type == "code" and isinstance(km, SandboxedKernelManager) and \
+                    getattr(self, "_trusted", None) is None:  # a guarded kernel
                 failed = False
                 # What the grader itself saw (an output's name is the learner's to choose).
                 stopped = self._dead or getattr(self, "_timed_out", None) is cell
@@ -839,7 +862,6 @@ def _guarded_execute_class():
     return GuardedExecute
 
 
-TAMPERING_ERROR = "TamperingDetected"
 # Seconds spent per phase in this process (a grading worker), read and reset per submission
 # by autograder.grading.autograde when profiling (benchmarks/bench_grading.py --profile).
 PROFILE: dict[str, float] = {}

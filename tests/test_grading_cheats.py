@@ -1,4 +1,9 @@
-"""Learners who try: cheating and escaping submissions graded in one class run (issue 13).
+"""Learners who try: cheating and escaping submissions graded in one class run (issues 13, 23).
+
+Since issue 23, ex01's hidden tests run in the trusted checker: the cheats that reached
+for the reference, the checks or the guard in the kernel find nothing there, and each
+keeps exactly the points its own code earns (its ``fails:`` line); one that breaks the
+kernel client's replies gets ``tampering``.
 
 ``tests/cheats/<assignment>/NAME.py`` are submissions in the format of
 ``tests/implementations`` (replacement solution cells after ``# %% <grade_id>``), with a
@@ -145,22 +150,17 @@ def test_other_assignments_cheats(other_run):
 
 
 def test_tampering_detail_names_the_route(cheat_run):
-    """The detail an instructor reviews says what the guard found, per kind of route."""
+    """ex01's hidden tests run in the checker (issue 23): a cheat that stops the kernel's
+    client from answering is a broken protocol, and what the static scan sees is a note
+    for the instructor that costs no point."""
     _, _, rows, _, _, _, _ = cheat_run
-    routes = {"import_in_function": "imports autograder.reference",
-              "importlib_joined_name": "autograder.reference",
-              "sys_modules_lookup": "hidden module", "sys_modules_scan": "hidden module",
-              "reads_reference_file": "opens", "reads_solution_notebook": "opens",
-              "gc_get_objects": "gc.get_objects", "gc_referents": "gc.get_referents",
-              "frame_globals": "sys._getframe", "code_swap_importlib": "__code__",
-              "code_swap_object_setattr": "check_answer.__code__",
-              "defaults_swap": "__kwdefaults__", "globals_swap": "autograder.testing.math",
-              "globals_swap_numpy": "autograder.testing.np",
-              "setattr_module": "autograder.testing.check_answer",
-              "module_dict_write": "math.isclose", "monkeypatch_numpy_compare": "numpy.",
-              "escapes_course_folder": "opens"}
+    routes = {"shell_input_transformer": "broke the checker's protocol",
+              "transformer_manager": "broke the checker's protocol",
+              "globals_swap": "the static scan noted (no points lost)",
+              "monkeypatch_numpy_compare": "the static scan noted (no points lost)"}
     for student, text in routes.items():
         assert text in rows[student]["detail"], (student, rows[student]["detail"])
+    assert rows["globals_swap"]["status"] == "graded"
 
 
 def test_nothing_written_outside_the_scratch_folders(cheat_run):

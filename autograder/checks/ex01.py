@@ -140,11 +140,40 @@ def attention_rejects_bad_input(attention: Callable) -> None:
         expect_value_error(attention, args, f"attention with {what}")
 
 
-def uses_no_array_library(softmax: Callable, attention: Callable) -> None:
-    """Both functions work and neither (nor a helper it calls) uses an array library."""
+def uses_no_array_library(softmax: Callable, attention: Callable, seed: int = 5) -> None:
+    """Both functions work and neither (nor a helper it calls) uses an array library.
+
+    Graded by the checker (``softmax`` a :class:`autograder.checker.Remote`): the
+    learner's cells run again in a Python with the standard library only
+    (:mod:`autograder.probe`), where both functions must give what they give in the kernel.
+    Called with the functions themselves (the course's own tests): their code is read for
+    array libraries (:func:`autograder.testing.check_pure_python`).
+    """
+    from autograder.checker import Remote
+
     _call(softmax, [0.0, 1.0], what="softmax([0, 1])")
     _call(attention, [[1.0]], [[1.0]], [[1.0]], what="attention of 1 x 1 matrices")
-    check_pure_python(softmax, attention)
+    if not isinstance(softmax, Remote):
+        check_pure_python(softmax, attention)
+        return
+    rng = random.Random(seed)
+    row = [rng.uniform(-3.0, 3.0) for _ in range(5)]
+    Q, K, V = _matrix(rng, 3, 4), _matrix(rng, 4, 4), _matrix(rng, 4, 2)
+    # Compared with what the same calls give in the kernel (a wrong result is the other
+    # tests' business; this one checks only that no array library was needed).
+    cases = [(softmax.__name__, (row,), _call(softmax, list(row), what="softmax of a row of 5"),
+              "softmax of a row of 5"),
+             (attention.__name__, (Q, K, V), _call(attention, Q, K, V, what="attention of 3 "
+                                                   "queries over 4 keys"),
+              "attention of 3 queries over 4 keys")]
+    got = softmax._session.without_libraries([(name, args) for name, args, _, _ in cases])
+    for (_, _, expected, what), value in zip(cases, got):
+        what = f"{what}, in a Python with the standard library only"
+        if isinstance(value, BaseException):
+            fail(f"{what}: raised {type(value).__name__}: {value} (this exercise is pure "
+                 "Python: no numpy, torch or other array library)")
+        assert_close(value, expected, what + " (compared with the kernel's)", rtol=1e-12,
+                     atol=1e-15)
 
 
 knowledge_check = _knowledge.check_for("ex01_python_attention", __name__)

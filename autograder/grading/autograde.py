@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.exercises import trusted
 from autograder.grading import gradebook, integrity
 from autograder.grading.record import NOTE, combine, fill  # noqa: F401 - combine re-exported
 from autograder.grading.results import Row, Status
@@ -130,7 +131,10 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
         row.status, row.detail = classify_failure(log)
         return row
     events: dict[Status, str] = {}
-    if cheats:
+    note = []
+    if cheats and trusted(sub.assignment):  # nothing to reach: a note for the instructor
+        note.append("the static scan noted (no points lost): " + "; ".join(cheats))
+    elif cheats:
         zeroed = gradebook.zero_tests(workspace, sub.student_id, sub.assignment,
                                       integrity.tests_after(sub.assignment, anchor))
         events[Status.TAMPERING] = (f"{'; '.join(cheats)}: {len(zeroed)} test(s) after it "
@@ -168,7 +172,9 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
     # only what the gradebook cannot hold, and is derived from it (grading.record.fill).
     saved = {str(k): v for k, v in events.items()}
     if sub.converted:
-        saved[NOTE] = "converted from nbformat 3"
+        note.append("converted from nbformat 3")
+    if note:
+        saved[NOTE] = "; ".join(note)
     row.events, row.scored = json.dumps(saved), True
     with gradebook.open_gradebook(workspace) as gb:
         fill(row, gb)

@@ -3,7 +3,7 @@
 longer starts with 'violation<TAB>' and is ignored; then gc.get_objects finds the
 reference (review 2). The guard starts every report on a new line.
 
-status: tampering
+status: graded
 fails: test_softmax_known_values, test_softmax_stable, test_softmax_empty, test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python, test_kc1, test_kc2, test_kc3
 """
 # %% softmax

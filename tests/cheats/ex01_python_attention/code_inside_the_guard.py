@@ -5,7 +5,7 @@ frames to the hook's, takes the private checks and the reference, and makes chec
 no-op (review 2). Events that learner code raises while the guard runs (its hook is per
 thread now) are reported.
 
-status: tampering
+status: graded
 fails: test_softmax_known_values, test_softmax_stable, test_softmax_empty, test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python, test_kc1, test_kc2, test_kc3
 """
 # %% softmax

@@ -1,8 +1,8 @@
 """Cheat (__code__): a wrong attention, plus the checks' code replaced in place through
 modules reached with importlib (no assignment to a module in the source): issue 13's example.
 
-status: tampering
-fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python, test_kc1, test_kc2, test_kc3
+status: graded
+fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input
 """
 # %% scaled_dot_product_attention
 import importlib

@@ -1,6 +1,6 @@
 """Cheat (__code__ through object.__setattr__): check_answer's code replaced, wrong answers.
 
-status: tampering
+status: graded
 fails: test_kc1, test_kc2, test_kc3
 """
 # %% kc1

@@ -2,8 +2,8 @@
 the C API's frame chain (``PyThreadState_GetFrame``) up to the check's ``ref`` (review 1,
 hole 2). Any ctypes call from learner code is reported.
 
-status: tampering
-fails: test_softmax_known_values, test_softmax_stable, test_softmax_empty, test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python, test_kc1, test_kc2, test_kc3
+status: graded
+fails: test_softmax_known_values, test_softmax_stable, test_softmax_empty, test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_pure_python
 """
 # %% softmax
 import ctypes as _ct

@@ -1,8 +1,8 @@
 """Cheat (ctypes, variant): libc's ``fork`` called through ``ctypes.CDLL(None)`` (no
 ``os.fork`` audit event), and raw memory read with ``ctypes.string_at``.
 
-status: tampering
-fails: test_kc3
+status: graded
+fails: 
 """
 # %% kc3
 {REFERENCE}

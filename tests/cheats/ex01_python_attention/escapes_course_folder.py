@@ -3,8 +3,8 @@ write next to the course's package (found from ``autograder.__file__``), into th
 repository, into ``solutions/`` and over ``autograder/testing.py``. Nothing may be written;
 touching the course's files is also reported (the last test scores 0).
 
-status: tampering
-fails: test_kc3
+status: graded
+fails: 
 """
 # %% kc3
 {REFERENCE}

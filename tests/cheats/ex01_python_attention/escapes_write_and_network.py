@@ -5,7 +5,7 @@ The test replaces {REFERENCE} (the reference answer), {REPO}, {WORKSPACE}, {SUBM
 and {STUDENT} before grading.
 
 status: graded
-fails: none
+fails: 
 """
 # %% kc3
 {REFERENCE}

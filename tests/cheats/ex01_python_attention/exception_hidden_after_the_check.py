@@ -6,7 +6,7 @@ the reply says 'ok'. No object is changed: nothing for a snapshot to see. Dummy 
 passes through it first and it tells the grader, which gives the test cell an error when
 none arrived.
 
-status: tampering
+status: graded
 fails: test_softmax_known_values, test_softmax_stable, test_softmax_empty, test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python, test_kc1, test_kc2, test_kc3
 """
 # %% softmax

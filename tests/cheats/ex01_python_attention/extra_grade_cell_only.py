@@ -2,7 +2,7 @@
 (``test_kc4``), worth 50 points; the submission is otherwise correct (14/14, not 64).
 
 status: restored-tests
-fails: none
+fails: 
 """
 # %% +test_kc4
 assert True

@@ -5,7 +5,7 @@ not ask the guard after this cell (after test_kc3 the shell is back to its basel
 called the submission a timeout. The grader now asks after every cell it did not interrupt
 itself, and a timeout is one it saw. Wrong kc3 answer.
 
-status: tampering
+status: graded
 fails: test_kc3
 """
 # %% kc3

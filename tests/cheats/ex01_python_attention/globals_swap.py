@@ -1,6 +1,6 @@
 """Cheat (__globals__): the math module seen by check_answer replaced through its globals.
 
-status: tampering
+status: graded
 fails: test_kc1, test_kc2, test_kc3
 """
 # %% kc1

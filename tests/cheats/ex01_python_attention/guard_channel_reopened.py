@@ -3,7 +3,7 @@ open file descriptors and opens each again through /proc/self/fd, to read the gu
 and reports out of its channel to the grader and to take the grader's requests. The open is
 refused and reported. Dummy answers before it.
 
-status: tampering
+status: graded
 fails: test_kc3
 """
 # %% kc3

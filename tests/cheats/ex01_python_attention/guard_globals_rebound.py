@@ -5,7 +5,7 @@ is ever attributed to learner code. Then gc.get_objects finds the reference. kc 
 (review 2). The guard's closures read local names only; the functions learner code can
 reach hold no closure (function.__closure__ is not audited either).
 
-status: tampering
+status: graded
 fails: test_softmax_known_values, test_softmax_stable, test_softmax_empty, test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python, test_kc1, test_kc2, test_kc3
 """
 # %% softmax

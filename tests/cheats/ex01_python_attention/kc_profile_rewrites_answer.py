@@ -2,7 +2,7 @@
 the ``expected`` one through ``PyFrame_LocalsToFast`` (review 1, hole 1). Setting the
 profile function is reported; check_answer runs as a guarded check with no profiling.
 
-status: tampering
+status: graded
 fails: test_kc1, test_kc2, test_kc3
 """
 # %% kc1

@@ -1,8 +1,8 @@
 """Cheat (profiling, variant): only ``threading.setprofile`` (no audit event of its own):
 found in the thread-hook of ``threading`` before the next cell.
 
-status: tampering
-fails: test_kc1, test_kc2, test_kc3
+status: graded
+fails: test_kc1
 """
 # %% kc1
 import threading as _th

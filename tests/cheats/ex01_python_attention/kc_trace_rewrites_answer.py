@@ -1,7 +1,7 @@
 """Cheat (tracing, variant): ``sys.settrace`` with a local trace function that replaces
 the answer once check_answer's frame starts; the same for threads (``threading.settrace``).
 
-status: tampering
+status: graded
 fails: test_kc1, test_kc2, test_kc3
 """
 # %% kc1

@@ -3,8 +3,8 @@
 (review 2). The kernel's session, sockets and shell are compared before each cell and
 check, and four times a second.
 
-status: tampering
-fails: test_softmax_known_values, test_softmax_stable, test_softmax_empty, test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python, test_kc1, test_kc2, test_kc3
+status: graded
+fails: test_softmax_known_values, test_softmax_stable, test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_pure_python, test_kc1, test_kc2, test_kc3
 """
 # %% softmax
 _sess = get_ipython().kernel.session

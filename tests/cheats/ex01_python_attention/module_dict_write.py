@@ -1,7 +1,7 @@
 """Cheat (setattr, bypassing the module): math.isclose, used by check_answer, replaced in
 the module's own dictionary.
 
-status: tampering
+status: graded
 fails: test_kc1, test_kc2, test_kc3
 """
 # %% kc1

@@ -1,8 +1,8 @@
 """Cheat (monkey-patching comparison functions): NumPy's abs and any, which the checks'
 comparisons use, made to see no error, while the attention is wrong.
 
-status: tampering
-fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python, test_kc1, test_kc2, test_kc3
+status: graded
+fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python
 """
 # %% scaled_dot_product_attention
 import numpy as _np

@@ -1,8 +1,8 @@
 """Cheat (files, variant): the kernel's own memory opened through an unnormalised path
 (``//proc/self/mem``, ``/proc/./self/../self/mem``) (review 1, hole 7).
 
-status: tampering
-fails: test_kc3
+status: graded
+fails: 
 """
 # %% kc3
 {REFERENCE}

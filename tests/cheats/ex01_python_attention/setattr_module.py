@@ -1,6 +1,6 @@
 """Cheat (setattr): check_answer replaced with setattr on the module importlib returns.
 
-status: tampering
+status: graded
 fails: test_kc1, test_kc2, test_kc3
 """
 # %% kc1

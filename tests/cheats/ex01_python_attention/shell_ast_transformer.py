@@ -1,8 +1,8 @@
 """Cheat (the shell): an AST transformer empties every later cell that imports from the
 course (review 2; see shell_input_transformer).
 
-status: tampering
-fails: test_softmax_known_values, test_softmax_stable, test_softmax_empty, test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python, test_kc1, test_kc2, test_kc3
+status: graded
+fails: test_softmax_known_values, test_softmax_stable, test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_pure_python, test_kc1, test_kc2, test_kc3
 """
 # %% softmax
 import ast as _ast

@@ -3,7 +3,7 @@ the test cell's source (check_answer(kcN_answer, EXPECTED, ...)) and sets kcN_an
 method call: no assignment to read; review 2). A learner's event callback is a change the
 guard reports.
 
-status: tampering
+status: graded
 fails: test_kc1, test_kc2, test_kc3
 """
 # %% kc1

@@ -1,7 +1,7 @@
 """Cheat (sys.modules): the reference looked up in ``sys.modules`` by name.
 
-status: tampering
-fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python, test_kc1, test_kc2, test_kc3
+status: graded
+fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_pure_python
 """
 # %% scaled_dot_product_attention
 def scaled_dot_product_attention(Q, K, V):

@@ -1,0 +1,328 @@
+"""The trusted checker: hidden tests run here, in the grader, never in the learner's kernel.
+
+For the exercises in :data:`TRUSTED`, a test cell's *visible* part runs in the learner's
+kernel for display, and the whole cell (visible and hidden parts, in their order) runs in
+the grading worker's own process, the checker, in a namespace where each name the learner
+defined is a proxy (:class:`Remote`). Calling a proxy sends the inputs to the kernel as
+plain data (:mod:`autograder.wire`), the kernel's thin client
+(:mod:`autograder.kernel_client`) calls the learner's function, and the outputs come back
+as plain data, which the checks judge here with the references and the expected answers,
+which never enter the kernel. A test cell's points follow the checker's verdict: the
+cell gets an error output when, and only when, the checker's run of it failed.
+
+What the learner's kernel sends is the learner's answer and nothing more: a malformed
+reply (not plain data, too large, another request's) is a broken protocol
+(:class:`ProtocolError`, status ``tampering``), which no check can catch.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import nbformat
+
+from autograder import wire
+from autograder.exercises import TRUSTED, trusted
+
+HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[ \t]*\n?",
+                    re.S | re.M)
+
+
+def visible_part(source: str) -> str:
+    """A test cell's source without its hidden part (what the kernel runs)."""
+    return HIDDEN.sub("", source)
+
+
+class ProtocolError(BaseException):
+    """The kernel's side of the protocol was broken (not an exception a check can catch)."""
+
+
+class CheckStopped(BaseException):
+    """The kernel stopped answering (it died, or a call ran past the time limit)."""
+
+
+class Remote:
+    """A function or class of the learner's, called in the kernel through :class:`Session`.
+
+    Only plain data goes in and comes out; ``__name__`` is the learner's name for it."""
+
+    def __init__(self, session: Session, node: dict):
+        self._session, self._id = session, node.get("id")
+        self.__name__ = str(node.get("name") or "")[:200]
+        self.kind = str(node.get("type") or "")[:200]
+        if type(self._id) is not int:
+            raise ProtocolError("a handle without a number")
+
+    def __call__(self, *args, **kwargs):
+        return self._session.call(self._id, args, kwargs)
+
+    def measured_call(self, *args, **kwargs) -> tuple[Any, int]:
+        """(result, peak bytes): the call's memory, measured by the grader from outside
+        the kernel (:meth:`Session.measured_call`)."""
+        try:
+            return self._session.measured_call(self.__name__, args, kwargs)
+        except wire.WireError as exc:
+            raise CheckStopped(f"the memory probe failed: {exc}") from None
+
+    def __repr__(self) -> str:
+        return f"<the learner's {self.kind} {self.__name__}>"
+
+
+def _learner_exception(info: Any) -> BaseException:
+    """The checker's stand-in for an exception the learner's code raised."""
+    if type(info) is not dict:
+        raise ProtocolError("a malformed report of an exception")
+    kinds = info.get("kinds") if type(info.get("kinds")) is list else []
+    base = Exception
+    for k in kinds:
+        cls = getattr(builtins, k, None) if type(k) is str else None
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            base = cls
+            break
+    name = re.sub(r"\W", "", str(info.get("type", "")))[:80] or "Exception"
+    if name[0].isdigit():
+        name = "_" + name
+    message = str(info.get("message", ""))[:4000]
+    return type(name, (base,), {"__module__": "learner"})(message)
+
+
+class Session:
+    """The checker's line to one learner kernel while one notebook is graded.
+
+    ``execute(code)`` runs code in the kernel (the notebook client's, with its time limit);
+    ``folder`` is where requests, replies and arrays are exchanged (inside the sandbox at
+    the same path); ``notebook`` is the notebook being graded (its cells run again in the
+    probes of :mod:`autograder.probe`)."""
+
+    def __init__(self, execute: Callable[[str], None], folder: Path, notebook=None):
+        self.execute, self.folder, self.notebook = execute, Path(folder), notebook
+        self.n = 0
+
+    def _request(self, build: Callable[[str], dict]) -> dict:
+        self.n += 1
+        rid = f"r{self.n}"
+        wire.dump(build(rid), self.folder / f"{rid}.request.json")
+        self.execute('__import__("autograder.kernel_client", fromlist=["serve"]).serve('
+                     f'globals(), {str(self.folder)!r}, {rid!r})')
+        try:
+            reply = wire.load(self.folder / f"{rid}.reply.json")
+        except wire.WireError as exc:
+            raise ProtocolError(f"the kernel's reply to the checker: {exc}") from None
+        if type(reply) is not dict or reply.get("id") != rid:
+            raise ProtocolError("the kernel's reply to the checker is another request's")
+        return reply
+
+    def _value(self, reply: dict, rid_prefix: str):
+        if "raised" in reply:
+            raise _learner_exception(reply["raised"])
+        if "value" not in reply:
+            raise ProtocolError(f"the kernel's reply says {str(reply.get('error'))[:200]!r}")
+        try:
+            return wire.decode(reply["value"], wire.Arrays(self.folder, rid_prefix),
+                               handle=lambda node: Remote(self, node))
+        except wire.WireError as exc:
+            raise ProtocolError(f"the kernel's reply to the checker: {exc}") from None
+        except RecursionError:
+            raise ProtocolError("the kernel's reply is nested too deeply") from None
+
+    def resolve(self, name: str):
+        """The learner's ``name``: plain data as a value, a function or class as a
+        :class:`Remote`. Raises KeyError when the kernel has no such name."""
+        reply = self._request(lambda rid: {"op": "resolve", "name": name})
+        if reply.get("missing") is True:
+            raise KeyError(name)
+        return self._value(reply, f"r{self.n}.out")
+
+    def _args(self, rid: str, args, kwargs, op: str, **extra) -> dict:
+        arrays = wire.Arrays(self.folder, f"{rid}.in")
+        return {"op": op, "args": wire.encode(tuple(args), arrays),
+                "kwargs": wire.encode(dict(kwargs), arrays), **extra}
+
+    def call(self, handle: int, args, kwargs):
+        """The learner's function ``handle`` called with ``args``: its result, or the
+        exception it raised (as a stand-in of the same kind and message)."""
+        reply = self._request(lambda rid: self._args(rid, args, kwargs, "call", handle=handle))
+        try:
+            result = self._value(reply, f"r{self.n}.out")
+            self._mirror(reply, args, f"r{self.n}.out")
+        finally:
+            self._clean()
+        is_arg = reply.get("is_arg")
+        if type(is_arg) is list and is_arg and type(is_arg[0]) is int and \
+                0 <= is_arg[0] < len(args):
+            return args[is_arg[0]]  # the function returned its argument itself
+        return result
+
+    def _mirror(self, reply: dict, args, prefix: str) -> None:
+        """What the learner's call did to its list and array arguments, done to ours."""
+        import numpy as np
+
+        changed = reply.get("changed") or {}
+        if type(changed) is not dict:
+            raise ProtocolError("a malformed report of changed arguments")
+        for key, node in changed.items():
+            i = int(key) if str(key).isdigit() else -1
+            if not 0 <= i < len(args):
+                raise ProtocolError("a changed argument that does not exist")
+            new = self._value({"value": node}, prefix)
+            if type(args[i]) is list and type(new) is list:
+                args[i][:] = new
+            elif isinstance(args[i], np.ndarray) and isinstance(new, np.ndarray) and \
+                    new.shape == args[i].shape and args[i].flags.writeable:
+                args[i][...] = new
+
+    def measured_call(self, name: str, args, kwargs) -> tuple[Any, int]:
+        """(result, peak bytes) of the learner's ``name`` called in a fresh sandboxed
+        Python that ran only the notebook's setup and solution cells, its memory measured
+        by the grader from outside (:func:`autograder.probe.measured_call`): memory made
+        resident by those cells, in another process, in a shared or file mapping or by any
+        library counts; the kernel's own history does not."""
+        from autograder import probe
+
+        reply, peak, folder = probe.measured_call(_solution_cells(self.notebook), name, args,
+                                                  kwargs, _status_kib)
+        try:
+            if type(reply) is not dict:
+                raise ProtocolError("a malformed reply from the memory probe")
+            if "raised" in reply:
+                raise _learner_exception(reply["raised"])
+            try:
+                value = wire.decode(reply.get("value"), wire.Arrays(folder, "out"))
+            except wire.WireError as exc:
+                raise ProtocolError(f"the memory probe's reply: {exc}") from None
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return value, peak
+
+    def _clean(self) -> None:
+        for p in self.folder.iterdir():
+            try:
+                p.unlink()
+            except OSError:
+                pass
+
+    def without_libraries(self, calls: list[tuple[str, tuple]]) -> list:
+        """The learner's cells run again in a fresh Python with the standard library only
+        (:mod:`autograder.probe`), and ``calls`` (name, args) made there: each result, or
+        the exception raised as a stand-in."""
+        from autograder import probe
+
+        replies = probe.run(_learner_cells(self.notebook), calls)
+        out = []
+        for reply in replies:
+            if type(reply) is not dict:
+                raise ProtocolError("a malformed reply from the standard-library probe")
+            if "raised" in reply:
+                out.append(_learner_exception(reply["raised"]))
+            elif "value" in reply:
+                try:
+                    out.append(wire.decode(reply["value"], wire.Arrays(self.folder, "none")))
+                except wire.WireError as exc:
+                    raise ProtocolError(f"the probe's reply: {exc}") from None
+            else:
+                raise ProtocolError("a malformed reply from the standard-library probe")
+        return out
+
+
+def _learner_cells(nb) -> list[str]:
+    """The code cells of ``nb`` that define the learner's code: every code cell but the
+    tests, in order."""
+    from nbgrader.utils import is_grade, is_solution
+
+    return [c.source for c in (nb.cells if nb is not None else [])
+            if c.cell_type == "code" and not (is_grade(c) and not is_solution(c))]
+
+
+def _solution_cells(nb) -> list[str]:
+    """The setup cells (locked instructor code) and solution cells of ``nb``, in order:
+    what defines the graded functions (contract: each in its own solution cell)."""
+    from nbgrader.utils import is_grade, is_solution
+
+    cells = nb.cells if nb is not None else []
+    return [c.source for c in cells if c.cell_type == "code" and (is_solution(c) or (
+        c.get("metadata", {}).get("nbgrader", {}).get("locked") and not is_grade(c)))]
+
+
+def _status_kib(pid: int, field: str) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return 0
+
+
+class LearnerNamespace(dict):
+    """The checker's namespace for one test cell: the setup cells' names (run here, from
+    the source notebook), and each other name looked up in the learner's kernel when the
+    test first uses it."""
+
+    def __init__(self, session: Session, base: dict):
+        super().__init__(base)
+        self._session = session
+
+    def __missing__(self, name: str):
+        if name.startswith("__") or hasattr(builtins, name):
+            raise KeyError(name)
+        value = self._session.resolve(name)
+        self[name] = value
+        return value
+
+
+def setup_namespace(sources: list[str]) -> dict:
+    """The names of the notebook's setup cells (locked instructor code), run here."""
+    ns: dict = {"__name__": "__main__"}
+    for source in sources:
+        code = "\n".join(ln for ln in source.splitlines()
+                         if not ln.lstrip().startswith(("%", "!")))
+        try:
+            exec(compile(code, "<setup cell>", "exec"), ns)
+        except Exception:  # noqa: BLE001 - the kernel shows the same error to the learner
+            pass
+    return ns
+
+
+def run_test(session: Session, source: str, setup: dict, where: str) -> tuple[str, str] | None:
+    """Run a test cell's whole source (visible and hidden) in the checker: None when it
+    passed, else (error name, message). ProtocolError and CheckStopped propagate."""
+    ns = LearnerNamespace(session, setup)
+    try:
+        exec(compile(source, f"<test {where}>", "exec"), ns)
+    except (ProtocolError, CheckStopped):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the verdict of a failing check
+        return type(exc).__name__, str(exc)[:4000]
+    return None
+
+
+def exchange_folder(km) -> tuple[Path, bool]:
+    """(folder, made here) for the requests of kernel manager ``km``'s kernel: inside its
+    connection folder when that is the sandbox's (bound at its own path), else a new one."""
+    run = getattr(km, "exchange_folder", None)
+    if callable(run):
+        folder = run()
+        folder.mkdir(exist_ok=True)
+        return folder, False
+    return Path(tempfile.mkdtemp(prefix="autograder-exchange-")), True
+
+
+def remove_folder(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def new_cell_like(cell, code: str):
+    """A code cell holding ``code`` with ``cell``'s metadata (so a time-out names it)."""
+    new = nbformat.v4.new_code_cell(code)
+    new.metadata = cell.metadata
+    return new
+
+
+__all__ = ["TRUSTED", "Remote", "Session", "ProtocolError", "CheckStopped", "run_test",
+           "setup_namespace", "visible_part", "trusted", "exchange_folder"]

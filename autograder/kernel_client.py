@@ -1,0 +1,107 @@
+"""The thin client in the learner's kernel: it runs what the trusted checker asks, nothing more.
+
+The checker (:mod:`autograder.checker`, in the grader's process) writes a request into the
+exchange folder and has the kernel run ``serve(globals(), FOLDER, ID)``; this module reads
+the request, looks a name up in the learner's namespace or calls one of the learner's
+functions with the inputs it was sent, and writes what came back (or what was raised) as
+plain data (:mod:`autograder.wire`). It judges nothing and holds nothing hidden: the
+inputs are the checker's, the expected values never leave the checker. Whatever this
+module replies is, to the checker, what the learner's code did: a learner who changes it
+changes only their own answers, and a reply that is not plain data fails the check.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from autograder import wire
+
+# The learner's objects the checker refers to by number (functions, classes).
+HANDLES: dict[int, object] = {}
+# The exceptions the checker can tell apart (a learner's exception counts as the first of
+# these it is an instance of).
+KINDS = ("NotImplementedError", "ValueError", "TypeError", "IndexError", "KeyError",
+         "ZeroDivisionError", "OverflowError", "FloatingPointError", "ArithmeticError",
+         "MemoryError", "RecursionError", "AssertionError", "AttributeError", "NameError",
+         "ImportError", "RuntimeError", "KeyboardInterrupt", "SystemExit", "Exception")
+
+
+def _handle(obj) -> dict:
+    n = len(HANDLES) + 1
+    HANDLES[n] = obj
+    return {"t": "handle", "id": n, "name": str(getattr(obj, "__name__", ""))[:200],
+            "type": type(obj).__name__[:200]}
+
+
+def _raised(exc: BaseException) -> dict:
+    import builtins
+
+    kinds = [k for k in KINDS if isinstance(exc, getattr(builtins, k))]
+    try:
+        message = str(exc)[:4000]
+    except Exception:  # noqa: BLE001 - a learner's __str__ may raise
+        message = "(its message could not be read)"
+    return {"raised": {"type": type(exc).__name__[:200], "kinds": kinds, "message": message}}
+
+
+def _decode_args(request: dict, arrays: wire.Arrays):
+    def handle(node):
+        return HANDLES[node["id"]]
+
+    args = wire.decode(request["args"], arrays, handle=handle)
+    kwargs = wire.decode(request["kwargs"], arrays, handle=handle)
+    return args, kwargs
+
+
+def _fingerprint(value):
+    """What tells whether the call changed an argument (lists and arrays), without a copy
+    of an array's data."""
+    import hashlib
+
+    if type(value) is list:
+        return json.dumps(wire.encode(value, None), sort_keys=True)
+    np = wire._numpy_if_loaded()
+    if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in wire.ARRAY_KINDS:
+        data = value.view(np.ndarray)
+        raw = data.data if data.flags.c_contiguous else data.tobytes()
+        return (data.shape, str(data.dtype), hashlib.sha1(raw).hexdigest())
+    return None
+
+
+def serve(namespace: dict, folder: str, rid: str) -> None:
+    """Answer request ``rid`` in ``folder`` with the learner's ``namespace``."""
+    folder_path = Path(folder)
+    request = json.loads((folder_path / f"{rid}.request.json").read_text(encoding="utf-8"))
+    out = wire.Arrays(folder_path, f"{rid}.out")
+    reply: dict
+    try:
+        if request["op"] == "resolve":
+            name = request["name"]
+            if name not in namespace:
+                reply = {"missing": True}
+            else:
+                value = namespace[name]
+                reply = {"value": _handle(value) if callable(value) else
+                         wire.encode(value, out)}
+        elif request["op"] in ("call", "stage"):
+            args, kwargs = _decode_args(request, wire.Arrays(folder_path, f"{rid}.in"))
+            if request["op"] == "stage":  # inputs loaded now, called by a later request
+                reply = {"value": _handle((args, kwargs))}
+            else:
+                fn = HANDLES[request["handle"]]
+                if request.get("staged"):
+                    args, kwargs = HANDLES.pop(request["staged"])
+                before = [_fingerprint(a) for a in args]
+                result = fn(*args, **kwargs)
+                reply = {"value": wire.encode(result, out),
+                         "is_arg": [i for i, a in enumerate(args) if result is a],
+                         "changed": {str(i): wire.encode(a, out) for i, a in enumerate(args)
+                                     if before[i] is not None and _fingerprint(a) != before[i]}}
+                del args, kwargs, result
+        else:
+            reply = {"error": f"unknown request {request['op']!r}"}
+    except BaseException as exc:  # noqa: BLE001 - the learner's code may raise anything
+        reply = _raised(exc)
+    reply["id"] = rid
+    wire.dump(reply, folder_path / f"{rid}.reply.json")

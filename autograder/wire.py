@@ -1,0 +1,227 @@
+"""Plain data across the grading boundary (the learner's kernel and the trusted checker).
+
+What crosses is JSON plus NumPy arrays in ``.npy`` files, nothing else: no pickle, no
+code, no object of the sender's. :func:`encode` turns a value into a JSON-able tree whose
+arrays are written as ``.npy`` files beside it; :func:`decode` reads such a tree back,
+checking every node's tag, every length and depth, and every array's header, dtype and
+size before it reads the data (``numpy.load``'s ``allow_pickle=False`` alone would still
+trust the header's shape). A value that is not plain data crosses as its type's name only
+(:class:`Opaque`), so the receiver can say "should be a list, got Foo" without ever holding
+the sender's object.
+
+Both sides import this module: the kernel's client (:mod:`autograder.kernel_client`) to
+send a learner's results, the checker (:mod:`autograder.checker`) to send inputs and to
+read results. Nothing here is secret.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+# Limits on what the checker reads from the kernel: far above any honest result of the
+# exercises (ex06's largest output is 4096 x 64 float64, 2 MiB), far below the grader's RAM.
+MAX_JSON_BYTES = 16 * 2**20
+MAX_ARRAY_BYTES = 64 * 2**20
+MAX_TOTAL_ARRAY_BYTES = 256 * 2**20
+MAX_DEPTH = 40
+MAX_ITEMS = 1_000_000  # list, tuple and dict entries in one message
+MAX_STR = 100_000
+MAX_INT_DIGITS = 4000
+ARRAY_KINDS = "biufc"  # bool, int, uint, float, complex: no object, string or void dtypes
+
+
+class WireError(ValueError):
+    """A message that is not plain data within the limits (what is wrong, and where)."""
+
+
+class Opaque:
+    """A value that did not cross: only its type's name did (``type(x).__name__`` reads
+    as the sender's type, so a check's message names it)."""
+
+    def __repr__(self) -> str:
+        return f"<a {type(self).__name__} of the learner's>"
+
+
+def opaque(type_name: str) -> Opaque:
+    """An :class:`Opaque` whose class is named ``type_name`` (at most 80 characters)."""
+    name = "".join(ch for ch in str(type_name)[:80] if ch.isidentifier() or ch.isalnum() or
+                   ch in "._[]") or "object"
+    return type(name, (Opaque,), {})()
+
+
+class Arrays:
+    """The ``.npy`` files of one message, in ``folder``, named ``{prefix}-{n}.npy``."""
+
+    def __init__(self, folder: Path | str, prefix: str):
+        self.folder, self.prefix, self.count, self.total = Path(folder), prefix, 0, 0
+
+    def write(self, array) -> str:
+        import numpy as np
+
+        name = f"{self.prefix}-{self.count}.npy"
+        self.count += 1
+        with open(self.folder / name, "wb") as f:
+            plain = np.asarray(array)
+            if not plain.flags.c_contiguous:
+                plain = plain.copy(order="C")
+            np.lib.format.write_array(f, plain, allow_pickle=False)
+        return name
+
+    def read(self, name: Any):
+        """The array in file ``name`` of this message, checked before its data is read."""
+        import numpy as np
+
+        if not isinstance(name, str) or name != os.path.basename(name) or not (
+                name.startswith(self.prefix + "-") and name.endswith(".npy")):
+            raise WireError(f"an array file name that is not this message's: {str(name)[:80]!r}")
+        fd = os.open(self.folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise WireError(f"{name} is not a regular file")
+            if info.st_size > MAX_ARRAY_BYTES + 4096:
+                raise WireError(f"{name} holds {info.st_size} bytes, more than the "
+                                f"{MAX_ARRAY_BYTES} an array may")
+            try:
+                version = np.lib.format.read_magic(f)
+                read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                               (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+                if read_header is None:
+                    raise ValueError(f"version {version}")
+                shape, fortran, dtype = read_header(f, max_header_size=10000)
+            except (ValueError, SyntaxError, TypeError) as exc:
+                raise WireError(f"{name} has no valid .npy header: {exc}") from None
+            if dtype.kind not in ARRAY_KINDS or dtype.hasobject or dtype.fields:
+                raise WireError(f"{name} has dtype {dtype}, which is not plain numbers")
+            nbytes = math.prod(shape) * dtype.itemsize
+            self.total += nbytes
+            if nbytes > MAX_ARRAY_BYTES or self.total > MAX_TOTAL_ARRAY_BYTES:
+                raise WireError(f"{name}: an array of shape {shape} is larger than allowed")
+            data = f.read(nbytes + 1)
+            if len(data) != nbytes:
+                raise WireError(f"{name}: {len(data)} bytes of data for shape {shape} of "
+                                f"{dtype} ({nbytes} expected)")
+        array = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+        return array.copy()
+
+
+def encode(value: Any, arrays: Arrays, depth: int = 0) -> Any:
+    """``value`` as a JSON-able tree (arrays into ``arrays``' files); what is not plain
+    data becomes ``{"t": "opaque", "type": NAME}``."""
+    if depth > MAX_DEPTH:
+        return {"t": "opaque", "type": "too-deeply-nested"}
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return {"t": "plain", "v": value}
+    if kind is int:
+        return {"t": "int", "v": str(value)} if abs(value) < 10 ** MAX_INT_DIGITS else \
+            {"t": "opaque", "type": "int-too-large"}
+    if kind is float:
+        return {"t": "float", "v": repr(value)}
+    if kind is complex:
+        return {"t": "complex", "v": [repr(value.real), repr(value.imag)]}
+    if kind in (list, tuple):
+        return {"t": kind.__name__, "v": [encode(v, arrays, depth + 1) for v in value]}
+    if kind is dict and all(type(k) is str for k in value):
+        return {"t": "dict", "v": {k: encode(v, arrays, depth + 1) for k, v in value.items()}}
+    np = _numpy_if_loaded()
+    if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in ARRAY_KINDS:
+        plain = value.view(np.ndarray)  # a subclass's properties (a lying dtype) are not read
+        if arrays is None:  # a fingerprint (kernel_client): the data itself, as text
+            return {"t": "ndarray", "v": [str(plain.dtype), plain.shape, plain.tobytes().hex()]}
+        return {"t": "ndarray", "file": arrays.write(plain),
+                "subclass": "" if kind is np.ndarray else kind.__name__}
+    if np is not None and isinstance(value, np.generic) and value.dtype.kind in ARRAY_KINDS:
+        if arrays is None:
+            return {"t": "npscalar", "v": [str(value.dtype), repr(value)]}
+        return {"t": "npscalar", "file": arrays.write(np.asarray(value))}
+    return {"t": "opaque", "type": f"{getattr(kind, '__name__', 'object')}"}
+
+
+def _numpy_if_loaded():
+    import sys
+
+    return sys.modules.get("numpy")
+
+
+_TAGS = {"plain", "int", "float", "complex", "list", "tuple", "dict", "ndarray", "npscalar",
+         "opaque", "handle"}
+
+
+def decode(tree: Any, arrays: Arrays, *, handle=None, depth: int = 0, count: list | None = None):
+    """The value of a tree made by :func:`encode`, every node checked (:class:`WireError`).
+    ``handle(tree)`` turns a ``{"t": "handle", ...}`` node into the receiver's proxy."""
+    count = [0] if count is None else count
+    count[0] += 1
+    if depth > MAX_DEPTH or count[0] > MAX_ITEMS:
+        raise WireError("a message nested or long past the limits")
+    if type(tree) is not dict or tree.get("t") not in _TAGS:
+        raise WireError(f"a node that is not plain data: {str(tree)[:80]!r}")
+    t, v = tree["t"], tree.get("v")
+    if t == "plain":
+        if v is None or type(v) is bool or (type(v) is str and len(v) <= MAX_STR):
+            return v
+        raise WireError("a plain value that is not None, a bool or a short string")
+    if t == "int" and type(v) is str and len(v) <= MAX_INT_DIGITS + 1:
+        try:
+            return int(v)
+        except ValueError:
+            pass
+    if t == "float" and type(v) is str and len(v) <= 40:
+        try:
+            return float(v)
+        except ValueError:
+            pass
+    if t == "complex" and type(v) is list and len(v) == 2 and all(
+            type(x) is str and len(x) <= 40 for x in v):
+        try:
+            return complex(float(v[0]), float(v[1]))
+        except ValueError:
+            pass
+    if t in ("list", "tuple") and type(v) is list:
+        items = [decode(x, arrays, handle=handle, depth=depth + 1, count=count) for x in v]
+        return items if t == "list" else tuple(items)
+    if t == "dict" and type(v) is dict:
+        return {str(k)[:MAX_STR]: decode(x, arrays, handle=handle, depth=depth + 1, count=count)
+                for k, x in v.items()}
+    if t == "ndarray":
+        return arrays.read(tree.get("file"))
+    if t == "npscalar":
+        a = arrays.read(tree.get("file"))
+        if a.shape != ():
+            raise WireError("a NumPy scalar whose array is not 0-dimensional")
+        return a[()]
+    if t == "opaque":
+        return opaque(tree.get("type") if type(tree.get("type")) is str else "object")
+    if t == "handle" and handle is not None:
+        return handle(tree)
+    raise WireError(f"a malformed {t!r} node")
+
+
+def dump(tree: Any, path: Path | str) -> None:
+    """Write a message's JSON tree to ``path``."""
+    Path(path).write_text(json.dumps(tree, allow_nan=False), encoding="utf-8")
+
+
+def load(path: Path | str) -> Any:
+    """The JSON tree in ``path``, read only if it is a regular file within the limit."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise WireError("no reply was written") from None
+    except OSError as exc:
+        raise WireError(f"the reply cannot be opened: {exc}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_JSON_BYTES:
+            raise WireError("the reply is not a regular file within the size limit")
+        data = f.read(MAX_JSON_BYTES + 1)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise WireError(f"the reply is not JSON: {str(exc)[:100]}") from None
