@@ -197,7 +197,7 @@ def measured_call(cells: list[str], name: str, args, kwargs, status) -> tuple[di
                "--ro-bind", str(PACKAGE / "__init__.py"), str(PACKAGE / "__init__.py"),
                "--ro-bind", str(PACKAGE / "exercises.py"), str(PACKAGE / "exercises.py"),
                "--ro-bind", str(PACKAGE / "config.py"), str(PACKAGE / "config.py"),
-               "--bind", str(folder), str(folder), "--clearenv"]
+               "--bind", str(folder), str(folder), "--remount-ro", "/proc", "--clearenv"]
         for k, v in env.items():
             box += ["--setenv", k, v]
         cmd, run_env = [*box, "--", *py], None
