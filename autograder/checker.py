@@ -1,6 +1,6 @@
 """The trusted checker: hidden tests run here, in the grader, never in the learner's kernel.
 
-For the exercises in :data:`TRUSTED`, a test cell's *visible* part runs in the learner's
+For the exercises in :data:`autograder.exercises.TRUSTED`, a test cell's *visible* part runs in the learner's
 kernel for display, and the whole cell (visible and hidden parts, in their order) runs in
 the grading worker's own process, the checker, in a namespace where each name the learner
 defined is a proxy (:class:`Remote`). Calling a proxy sends the inputs to the kernel as
@@ -27,15 +27,15 @@ from typing import Any, Callable
 import nbformat
 
 from autograder import wire
-from autograder.exercises import TRUSTED, trusted
-
-HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[ \t]*\n?",
-                    re.S | re.M)
-
 
 def visible_part(source: str) -> str:
-    """A test cell's source without its hidden part (what the kernel runs)."""
-    return HIDDEN.sub("", source)
+    """A test cell's source without its hidden part: what the learner's released notebook
+    holds (nbgrader's own ClearHiddenTests, as ``release`` runs it)."""
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    cell = nbformat.v4.new_code_cell(source)
+    ClearHiddenTests()._remove_hidden_test_region(cell)
+    return cell.source
 
 
 class ProtocolError(BaseException):
@@ -60,14 +60,6 @@ class Remote:
 
     def __call__(self, *args, **kwargs):
         return self._session.call(self._id, args, kwargs)
-
-    def measured_call(self, *args, **kwargs) -> tuple[Any, int]:
-        """(result, peak bytes): the call's memory, measured by the grader from outside
-        the kernel (:meth:`Session.measured_call`)."""
-        try:
-            return self._session.measured_call(self.__name__, args, kwargs)
-        except wire.WireError as exc:
-            raise CheckStopped(f"the memory probe failed: {exc}") from None
 
     def __repr__(self) -> str:
         return f"<the learner's {self.kind} {self.__name__}>"
@@ -99,8 +91,10 @@ class Session:
     the same path); ``notebook`` is the notebook being graded (its cells run again in the
     probes of :mod:`autograder.probe`)."""
 
-    def __init__(self, execute: Callable[[str], None], folder: Path, notebook=None):
+    def __init__(self, execute: Callable[[str], None], folder: Path, notebook=None,
+                 timeout: float = 60):
         self.execute, self.folder, self.notebook = execute, Path(folder), notebook
+        self.timeout = timeout  # seconds a probe may run (the cells' time limit)
         self.n = 0
 
     def _request(self, build: Callable[[str], dict]) -> dict:
@@ -176,29 +170,6 @@ class Session:
                     new.shape == args[i].shape and args[i].flags.writeable:
                 args[i][...] = new
 
-    def measured_call(self, name: str, args, kwargs) -> tuple[Any, int]:
-        """(result, peak bytes) of the learner's ``name`` called in a fresh sandboxed
-        Python that ran only the notebook's setup and solution cells, its memory measured
-        by the grader from outside (:func:`autograder.probe.measured_call`): memory made
-        resident by those cells, in another process, in a shared or file mapping or by any
-        library counts; the kernel's own history does not."""
-        from autograder import probe
-
-        reply, peak, folder = probe.measured_call(_solution_cells(self.notebook), name, args,
-                                                  kwargs, _status_kib)
-        try:
-            if type(reply) is not dict:
-                raise ProtocolError("a malformed reply from the memory probe")
-            if "raised" in reply:
-                raise _learner_exception(reply["raised"])
-            try:
-                value = wire.decode(reply.get("value"), wire.Arrays(folder, "out"))
-            except wire.WireError as exc:
-                raise ProtocolError(f"the memory probe's reply: {exc}") from None
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-        return value, peak
-
     def _clean(self) -> None:
         for p in self.folder.iterdir():
             try:
@@ -207,12 +178,13 @@ class Session:
                 pass
 
     def without_libraries(self, calls: list[tuple[str, tuple]]) -> list:
-        """The learner's cells run again in a fresh Python with the standard library only
+        """The setup and solution cells run again in a fresh Python with the standard
+        library only
         (:mod:`autograder.probe`), and ``calls`` (name, args) made there: each result, or
         the exception raised as a stand-in."""
         from autograder import probe
 
-        replies = probe.run(_learner_cells(self.notebook), calls)
+        replies = probe.run(_solution_cells(self.notebook), calls, self.timeout)
         out = []
         for reply in replies:
             if type(reply) is not dict:
@@ -229,15 +201,6 @@ class Session:
         return out
 
 
-def _learner_cells(nb) -> list[str]:
-    """The code cells of ``nb`` that define the learner's code: every code cell but the
-    tests, in order."""
-    from nbgrader.utils import is_grade, is_solution
-
-    return [c.source for c in (nb.cells if nb is not None else [])
-            if c.cell_type == "code" and not (is_grade(c) and not is_solution(c))]
-
-
 def _solution_cells(nb) -> list[str]:
     """The setup cells (locked instructor code) and solution cells of ``nb``, in order:
     what defines the graded functions (contract: each in its own solution cell)."""
@@ -246,17 +209,6 @@ def _solution_cells(nb) -> list[str]:
     cells = nb.cells if nb is not None else []
     return [c.source for c in cells if c.cell_type == "code" and (is_solution(c) or (
         c.get("metadata", {}).get("nbgrader", {}).get("locked") and not is_grade(c)))]
-
-
-def _status_kib(pid: int, field: str) -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
-    return 0
 
 
 class LearnerNamespace(dict):
@@ -322,7 +274,3 @@ def new_cell_like(cell, code: str):
     new = nbformat.v4.new_code_cell(code)
     new.metadata = cell.metadata
     return new
-
-
-__all__ = ["TRUSTED", "Remote", "Session", "ProtocolError", "CheckStopped", "run_test",
-           "setup_namespace", "visible_part", "trusted", "exchange_folder"]

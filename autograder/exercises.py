@@ -28,8 +28,8 @@ ASSIGNMENTS = exercise_ids()
 # kernels hold no reference, check or answer. The others still run their hidden tests in
 # the kernel behind :mod:`autograder.kernel_guard`, until their checks drive modules and
 # compiled code by command.
-# ex06 waits: its memory probe (autograder.probe.measured_call) does not yet see a child
-# process that exits before the call returns, nor a high-water mark the learner resets.
+# ex06 waits for a peak-memory measure taken outside the learner's processes that a child
+# exiting early or a reset high-water mark cannot escape (a cgroup's memory.peak).
 TRUSTED = frozenset({"ex01_python_attention", "ex02_numpy_attention", "ex03_scaling",
                      "ex04_positional_encoding"})
 

@@ -2,8 +2,8 @@
 
 The checker (:mod:`autograder.checker`, in the grader's process) writes a request into the
 exchange folder and has the kernel run ``serve(globals(), FOLDER, ID)``; this module reads
-the request, looks a name up in the learner's namespace or calls one of the learner's
-functions with the inputs it was sent, and writes what came back (or what was raised) as
+the request, looks a name up in the learner's namespace (``resolve``) or calls one of the
+learner's functions with the inputs it was sent (``call``), and writes what came back (or what was raised) as
 plain data (:mod:`autograder.wire`). It judges nothing and holds nothing hidden: the
 inputs are the checker's, the expected values never leave the checker. Whatever this
 module replies is, to the checker, what the learner's code did: a learner who changes it
@@ -84,21 +84,15 @@ def serve(namespace: dict, folder: str, rid: str) -> None:
                 value = namespace[name]
                 reply = {"value": _handle(value) if callable(value) else
                          wire.encode(value, out)}
-        elif request["op"] in ("call", "stage"):
+        elif request["op"] == "call":
             args, kwargs = _decode_args(request, wire.Arrays(folder_path, f"{rid}.in"))
-            if request["op"] == "stage":  # inputs loaded now, called by a later request
-                reply = {"value": _handle((args, kwargs))}
-            else:
-                fn = HANDLES[request["handle"]]
-                if request.get("staged"):
-                    args, kwargs = HANDLES.pop(request["staged"])
-                before = [_fingerprint(a) for a in args]
-                result = fn(*args, **kwargs)
-                reply = {"value": wire.encode(result, out),
-                         "is_arg": [i for i, a in enumerate(args) if result is a],
-                         "changed": {str(i): wire.encode(a, out) for i, a in enumerate(args)
-                                     if before[i] is not None and _fingerprint(a) != before[i]}}
-                del args, kwargs, result
+            fn = HANDLES[request["handle"]]
+            before = [_fingerprint(a) for a in args]
+            result = fn(*args, **kwargs)
+            reply = {"value": wire.encode(result, out),
+                     "is_arg": [i for i, a in enumerate(args) if result is a],
+                     "changed": {str(i): wire.encode(a, out) for i, a in enumerate(args)
+                                 if before[i] is not None and _fingerprint(a) != before[i]}}
         else:
             reply = {"error": f"unknown request {request['op']!r}"}
     except BaseException as exc:  # noqa: BLE001 - the learner's code may raise anything

@@ -147,7 +147,8 @@ class TrustedTests:
         if self.session is None:
             km = self.executor.km
             self.folder, self._made = self.checker.exchange_folder(km)
-            self.session = self.checker.Session(self._rpc, self.folder, self.nb)
+            self.session = self.checker.Session(self._rpc, self.folder, self.nb,
+                                                timeout=self.executor.timeout or 60)
         return self.session
 
     def close(self) -> None:

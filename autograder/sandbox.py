@@ -140,7 +140,7 @@ def _copy_course(dest: Path, assignment: str | None = None) -> None:
     """The Python package the kernel needs (not the grader, not bytecode caches): for an
     exercise graded by the checker (or ``assignment`` None: the warm sandbox's own start)
     only :data:`KERNEL_FILES`."""
-    from autograder.checker import trusted
+    from autograder.exercises import trusted
 
     if assignment is None or trusted(assignment):
         (dest / "autograder").mkdir(parents=True, exist_ok=True)

@@ -41,29 +41,6 @@ def call_learner(fn: Callable, *args, what: str, within=None, **kwargs):
         fail(f"{what}: raised {type(exc).__name__}: {exc}")
 
 
-def call_peak_memory(fn: Callable, *args, **kwargs) -> tuple[Any, int]:
-    """``(fn(*args, **kwargs), peak bytes)``: the memory the call allocates at its peak.
-
-    In the learner's kernel (``python -m autograder check``, JupyterLab) it is measured with
-    :mod:`tracemalloc` (Python objects and NumPy arrays allocated during the call). When the
-    trusted checker runs the test (``fn`` a :class:`autograder.checker.Remote`), the grader
-    measures the kernel's processes from outside: every resident page counts, whoever
-    allocated it (:meth:`autograder.checker.Session.measured_call`).
-    """
-    if type(fn).__module__ == "autograder.checker" and hasattr(fn, "measured_call"):
-        return fn.measured_call(*args, **kwargs)
-    import tracemalloc
-
-    if tracemalloc.is_tracing():
-        raise RuntimeError("tracemalloc is already tracing; measure one call at a time")
-    tracemalloc.start()
-    try:
-        result = fn(*args, **kwargs)
-        return result, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def check_type(value: Any, expected: type | tuple[type, ...], what: str) -> None:
     """Check ``type(value)`` is exactly one of ``expected`` (no subclasses such as np.float64)."""
     types = expected if isinstance(expected, tuple) else (expected,)

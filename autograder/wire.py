@@ -79,7 +79,10 @@ class Arrays:
         if not isinstance(name, str) or name != os.path.basename(name) or not (
                 name.startswith(self.prefix + "-") and name.endswith(".npy")):
             raise WireError(f"an array file name that is not this message's: {str(name)[:80]!r}")
-        fd = os.open(self.folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            fd = os.open(self.folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:  # missing, or a link (not followed)
+            raise WireError(f"{name} cannot be opened: {exc.strerror}") from None
         with os.fdopen(fd, "rb") as f:
             info = os.fstat(f.fileno())
             if not stat.S_ISREG(info.st_mode):
@@ -99,9 +102,9 @@ class Arrays:
             if dtype.kind not in ARRAY_KINDS or dtype.hasobject or dtype.fields:
                 raise WireError(f"{name} has dtype {dtype}, which is not plain numbers")
             nbytes = math.prod(shape) * dtype.itemsize
-            self.total += nbytes
-            if nbytes > MAX_ARRAY_BYTES or self.total > MAX_TOTAL_ARRAY_BYTES:
+            if nbytes > MAX_ARRAY_BYTES or self.total + nbytes > MAX_TOTAL_ARRAY_BYTES:
                 raise WireError(f"{name}: an array of shape {shape} is larger than allowed")
+            self.total += nbytes
             data = f.read(nbytes + 1)
             if len(data) != nbytes:
                 raise WireError(f"{name}: {len(data)} bytes of data for shape {shape} of "

@@ -128,6 +128,23 @@ def test_status_and_the_tests_it_touched(cheat_run, student):
         assert "test(s) from there on scored 0" in row["detail"], row["detail"]
 
 
+def _issue_23_cheats(assignment: str) -> list[str]:
+    """The cheats written against the trusted checker (their docstrings name issue 23)."""
+    return [n for n, p in _cheats(assignment).items() if "issue 23" in p.read_text().split(
+        '"""')[1] and not n.startswith("correct")]
+
+
+def test_checker_cheats_keep_at_most_half(cheat_run):
+    """Issue 23: each cheat aimed at the trusted checker gets at most half its points, or
+    tampering."""
+    _, _, rows, _, _, _, _ = cheat_run
+    names = _issue_23_cheats(A)
+    assert len(names) >= 2
+    for name in names:
+        row = rows[name]
+        assert row["status"] == "tampering" or float(row["score"]) <= FULL / 2, row
+
+
 @pytest.fixture(scope="module", params=OTHERS)
 def other_run(request, tmp_path_factory):
     return request.param, _run(tmp_path_factory, request.param)

@@ -120,7 +120,9 @@ def test_the_first_learner_left_everything_behind(graded):
     text = _output(ws, "a-polluter", "left behind:")
     assert "left_behind.txt" in text and "left_behind'" in text, text
     assert int(re.search(r"shared memory id (-?\d+)", text).group(1)) >= 0
-    assert rows["a-polluter"]["status"] == "tampering"  # patched numpy.sum, started a process
+    # Its patched numpy.sum and its process reach nothing of the checker's (issue 23): its
+    # reference functions keep full marks.
+    assert (rows["a-polluter"]["status"], float(rows["a-polluter"]["score"])) == ("graded", 14.0)
 
 
 def test_one_warm_sandbox_forked_both_kernels(graded):

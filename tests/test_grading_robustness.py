@@ -24,6 +24,8 @@ A = "ex01_python_attention"
 FULL = 14.0
 # Memory cap of the class run: an ex01 kernel needs ~180 MiB (VmData, numpy imported).
 MEMORY_MB = 448
+# softmax_unstable overflows on large scores: it loses its `fails:` line's tests.
+UNSTABLE = FULL - 2
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("robustness")]
 
 
@@ -114,17 +116,20 @@ def _corpus():
     nb.cells = nb.cells[:first] + nb.cells[start:end] + nb.cells[first:start] + nb.cells[end:]
     c["reordered"] = (nb, FULL, "restored-tests")
     c["always_equal"] = (_variant("knowledge_checks_always_equal"), FULL - 3, "graded")
-    # Cheats: patching the helpers the tests use; every test after the patch scores 0.
+    # Cheats: patching the helpers the tests use, in the kernel. ex01's tests are judged by
+    # the trusted checker (issue 23), so a patch gains nothing: each scores what its honest
+    # code does (the variants' own scores, graded in the same run).
     nb = _variant("knowledge_checks_wrong")
     _cell(nb, "kc1").source += ("\nimport autograder.testing as T\n"
                                 "T.check_answer = lambda *args, **kwargs: None")
-    c["patches_helpers"] = (nb, FULL - 3, "tampering")
+    c["patches_helpers"] = (nb, FULL - 3, "graded")
+    c["unstable"] = (_variant("softmax_unstable"), UNSTABLE, "graded")
     nb = _insert_after(_variant("softmax_unstable"), "setup",
                        "import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None")
-    c["patches_np_testing"] = (nb, 0.0, "tampering")
+    c["patches_np_testing"] = (nb, UNSTABLE, "graded")
     nb = _insert_after(_variant("softmax_unstable"), "setup",
                        "get_ipython().showtraceback = lambda *a, **k: None")
-    c["hides_tracebacks"] = (nb, 0.0, "tampering")
+    c["hides_tracebacks"] = (nb, UNSTABLE, "graded")
     return c
 
 

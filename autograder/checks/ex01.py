@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
+from autograder.checker import Remote
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.diagnose import attention_hint
 from autograder.reference import python_attention as ref
@@ -144,13 +145,11 @@ def uses_no_array_library(softmax: Callable, attention: Callable, seed: int = 5)
     """Both functions work and neither (nor a helper it calls) uses an array library.
 
     Graded by the checker (``softmax`` a :class:`autograder.checker.Remote`): the
-    learner's cells run again in a Python with the standard library only
+    setup and solution cells run again in a Python with the standard library only
     (:mod:`autograder.probe`), where both functions must give what they give in the kernel.
     Called with the functions themselves (the course's own tests): their code is read for
     array libraries (:func:`autograder.testing.check_pure_python`).
     """
-    from autograder.checker import Remote
-
     _call(softmax, [0.0, 1.0], what="softmax([0, 1])")
     _call(attention, [[1.0]], [[1.0]], [[1.0]], what="attention of 1 x 1 matrices")
     if not isinstance(softmax, Remote):

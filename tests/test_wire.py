@@ -1,0 +1,103 @@
+"""The plain-data boundary (autograder.wire) and the checker's reading of a kernel's reply:
+what crosses comes back as it went, and every malformed or oversized message is refused
+with a reason before its data is read (issue 23)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from autograder import wire
+from autograder.checker import ProtocolError, Session, _learner_exception, visible_part
+
+
+def _round_trip(value, tmp_path):
+    tree = wire.encode(value, wire.Arrays(tmp_path, "m"))
+    return wire.decode(json.loads(json.dumps(tree)), wire.Arrays(tmp_path, "m"))
+
+
+def test_plain_values_come_back_with_their_types(tmp_path):
+    value = [1.0, 2, True, None, "s", (0.5, float("nan")), {"k": [float("inf")]},
+             np.float32(1.5), np.arange(6, dtype=np.int16).reshape(2, 3)]
+    got = _round_trip(value, tmp_path)
+    assert [type(v) for v in got[:5]] == [float, int, bool, type(None), str]
+    assert type(got[5]) is tuple and np.isnan(got[5][1])
+    assert got[6] == {"k": [float("inf")]}
+    assert type(got[7]) is np.float32 and got[7] == 1.5
+    assert got[8].dtype == np.int16 and got[8].tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_an_ndarray_subclass_crosses_as_its_plain_data(tmp_path):
+    class Lies(np.ndarray):
+        @property
+        def dtype(self):
+            return np.dtype(np.float32)
+
+    got = _round_trip(np.ones(3).view(Lies), tmp_path)
+    assert type(got) is np.ndarray and got.dtype == np.float64
+
+
+def test_other_objects_cross_as_their_type_name_only(tmp_path):
+    class Sneaky:
+        pass
+
+    got = _round_trip(Sneaky(), tmp_path)
+    assert isinstance(got, wire.Opaque) and type(got).__name__ == "Sneaky"
+    assert type(_round_trip(np.array([object()]), tmp_path)).__name__ == "ndarray"
+
+
+@pytest.mark.parametrize("tree", [
+    {"t": "pickle", "v": "gASV"}, {"t": "plain", "v": 1.5}, {"t": "int", "v": "1e5"},
+    {"t": "plain", "v": "x" * (wire.MAX_STR + 1)}, [1, 2], {"t": "list", "v": "abc"},
+    {"t": "ndarray", "file": "../../etc/passwd"}, {"t": "ndarray", "file": "other-0.npy"},
+])
+def test_malformed_nodes_are_refused(tree, tmp_path):
+    with pytest.raises(wire.WireError):
+        wire.decode(tree, wire.Arrays(tmp_path, "m"))
+
+
+def test_array_files_are_checked_before_their_data_is_read(tmp_path):
+    arrays = wire.Arrays(tmp_path, "m")
+    np.save(tmp_path / "m-0.npy", np.array(["text"]))  # a string dtype
+    with open(tmp_path / "m-1.npy", "wb") as f:  # a header claiming more than the limit
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False,
+                                                 "shape": (2**30,)})
+    np.save(tmp_path / "m-2.npy", np.arange(10.0))
+    data = (tmp_path / "m-2.npy").read_bytes()
+    (tmp_path / "m-2.npy").write_bytes(data[:-8])  # a truncated body
+    (tmp_path / "m-3.npy").symlink_to(tmp_path / "m-2.npy")
+    for n, why in enumerate(["dtype", "larger than allowed", "bytes of data"]):
+        with pytest.raises(wire.WireError, match=why):
+            arrays.read(f"m-{n}.npy")
+    with pytest.raises(wire.WireError, match="cannot be opened"):  # a link is not followed
+        arrays.read("m-3.npy")
+
+
+def test_a_missing_or_foreign_reply_is_a_broken_protocol(tmp_path):
+    def never_answers(code):
+        pass
+
+    def answers_another_request(code):
+        (tmp_path / "r1.reply.json").write_text(json.dumps({"id": "r0", "value": {
+            "t": "plain", "v": None}}))
+
+    with pytest.raises(ProtocolError, match="no reply"):
+        Session(never_answers, tmp_path).resolve("softmax")
+    with pytest.raises(ProtocolError, match="another request"):
+        Session(answers_another_request, tmp_path).resolve("softmax")
+
+
+def test_a_learner_exception_keeps_its_kind_and_message_not_its_power():
+    exc = _learner_exception({"type": "ValueError", "kinds": ["ValueError", "Exception"],
+                              "message": "empty row"})
+    assert isinstance(exc, ValueError) and str(exc) == "empty row"
+    fake = _learner_exception({"type": "KeyboardInterrupt", "kinds": ["KeyboardInterrupt"],
+                               "message": ""})
+    assert isinstance(fake, Exception) and not isinstance(fake, KeyboardInterrupt)
+
+
+def test_the_kernel_runs_a_test_without_its_hidden_part():
+    source = '"""doc"""\nx = 1\n### BEGIN HIDDEN TESTS\nex01.check(x)\n### END HIDDEN TESTS\ny = 2'
+    assert visible_part(source) == '"""doc"""\nx = 1\ny = 2'
