@@ -18,7 +18,9 @@ reply (not plain data, too large, another request's) is a broken protocol
 from __future__ import annotations
 
 import builtins
+import os
 import re
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -49,17 +51,22 @@ class CheckStopped(BaseException):
 class Remote:
     """A function or class of the learner's, called in the kernel through :class:`Session`.
 
-    Only plain data goes in and comes out; ``__name__`` is the learner's name for it."""
+    Only plain data goes in and comes out; ``__name__`` is the function's own name,
+    ``bound_as`` the name of the learner's namespace it was found under."""
 
     def __init__(self, session: Session, node: dict):
         self._session, self._id = session, node.get("id")
         self.__name__ = str(node.get("name") or "")[:200]
         self.kind = str(node.get("type") or "")[:200]
+        self.bound_as = ""  # the learner's name that held it, when the test looked it up
+        self.changed_inputs: list[int] = []  # arguments its last call changed
         if type(self._id) is not int:
             raise ProtocolError("a handle without a number")
 
     def __call__(self, *args, **kwargs):
-        return self._session.call(self._id, args, kwargs)
+        self.changed_inputs = []
+        result, self.changed_inputs = self._session.call(self._id, args, kwargs)
+        return result
 
     def __repr__(self) -> str:
         return f"<the learner's {self.kind} {self.__name__}>"
@@ -93,23 +100,34 @@ class Session:
 
     def __init__(self, execute: Callable[[str], None], folder: Path, notebook=None,
                  timeout: float = 60):
-        self.execute, self.folder, self.notebook = execute, Path(folder), notebook
+        self.execute, self.notebook = execute, notebook
+        try:
+            self.folder = wire.Folder(folder)  # by descriptor: no link reroutes a write
+        except OSError as exc:
+            raise ProtocolError(f"the exchange folder was replaced: {exc}") from None
         self.timeout = timeout  # seconds a probe may run (the cells' time limit)
         self.n = 0
 
     def _request(self, build: Callable[[str], dict]) -> dict:
         self.n += 1
-        rid = f"r{self.n}"
-        wire.dump(build(rid), self.folder / f"{rid}.request.json")
-        self.execute('__import__("autograder.kernel_client", fromlist=["serve"]).serve('
-                     f'globals(), {str(self.folder)!r}, {rid!r})')
+        self.rid = rid = f"r{self.n}-{secrets.token_hex(8)}"  # no name to lay a link for
         try:
-            reply = wire.load(self.folder / f"{rid}.reply.json")
+            wire.dump(build(rid), self.folder, f"{rid}.request.json")
+        except OSError as exc:
+            raise ProtocolError(f"the checker's request could not be written: {exc}") from None
+        self.execute('__import__("autograder.kernel_client", fromlist=["serve"]).serve('
+                     f'globals(), {str(self.folder.path)!r}, {rid!r})')
+        try:
+            reply = wire.load(self.folder, f"{rid}.reply.json")
+            if type(reply) is not dict or reply.get("id") != rid:
+                raise ProtocolError("the kernel's reply to the checker is another request's")
         except wire.WireError as exc:
+            self._clean()
             raise ProtocolError(f"the kernel's reply to the checker: {exc}") from None
-        if type(reply) is not dict or reply.get("id") != rid:
-            raise ProtocolError("the kernel's reply to the checker is another request's")
-        return reply
+        except ProtocolError:
+            self._clean()
+            raise
+        return reply  # its arrays are read, then the folder cleared, by the caller
 
     def _value(self, reply: dict, rid_prefix: str):
         if "raised" in reply:
@@ -128,63 +146,50 @@ class Session:
         """The learner's ``name``: plain data as a value, a function or class as a
         :class:`Remote`. Raises KeyError when the kernel has no such name."""
         reply = self._request(lambda rid: {"op": "resolve", "name": name})
-        if reply.get("missing") is True:
-            raise KeyError(name)
-        return self._value(reply, f"r{self.n}.out")
+        try:
+            if reply.get("missing") is True:
+                raise KeyError(name)
+            return self._value(reply, f"{self.rid}.out")
+        finally:
+            self._clean()
 
     def _args(self, rid: str, args, kwargs, op: str, **extra) -> dict:
         arrays = wire.Arrays(self.folder, f"{rid}.in")
         return {"op": op, "args": wire.encode(tuple(args), arrays),
                 "kwargs": wire.encode(dict(kwargs), arrays), **extra}
 
-    def call(self, handle: int, args, kwargs):
-        """The learner's function ``handle`` called with ``args``: its result, or the
-        exception it raised (as a stand-in of the same kind and message)."""
+    def call(self, handle: int, args, kwargs) -> tuple[Any, list[int]]:
+        """The learner's function ``handle`` called with ``args``: (its result, the
+        positions of the list and array arguments the call changed in the kernel), or the
+        exception it raised (as a stand-in of the same kind and message). The checker's own
+        arguments never change: what a check expects is computed from the inputs it sent."""
         reply = self._request(lambda rid: self._args(rid, args, kwargs, "call", handle=handle))
         try:
-            result = self._value(reply, f"r{self.n}.out")
-            self._mirror(reply, args, f"r{self.n}.out")
+            result = self._value(reply, f"{self.rid}.out")
         finally:
             self._clean()
-        is_arg = reply.get("is_arg")
-        if type(is_arg) is list and is_arg and type(is_arg[0]) is int and \
-                0 <= is_arg[0] < len(args):
-            return args[is_arg[0]]  # the function returned its argument itself
-        return result
-
-    def _mirror(self, reply: dict, args, prefix: str) -> None:
-        """What the learner's call did to its list and array arguments, done to ours."""
-        import numpy as np
-
-        changed = reply.get("changed") or {}
-        if type(changed) is not dict:
+        changed = reply.get("changed")
+        if type(changed) is not list or not all(type(i) is int for i in changed):
             raise ProtocolError("a malformed report of changed arguments")
-        for key, node in changed.items():
-            i = int(key) if str(key).isdigit() else -1
-            if not 0 <= i < len(args):
-                raise ProtocolError("a changed argument that does not exist")
-            new = self._value({"value": node}, prefix)
-            if type(args[i]) is list and type(new) is list:
-                args[i][:] = new
-            elif isinstance(args[i], np.ndarray) and isinstance(new, np.ndarray) and \
-                    new.shape == args[i].shape and args[i].flags.writeable:
-                args[i][...] = new
+        return result, changed
 
     def _clean(self) -> None:
-        for p in self.folder.iterdir():
-            try:
-                p.unlink()
-            except OSError:
-                pass
+        self.folder.clear()
 
-    def without_libraries(self, calls: list[tuple[str, tuple]]) -> list:
+    def close(self) -> None:
+        self.folder.close()
+
+    def without_libraries(self, calls: list[tuple[str, tuple]]) -> tuple[list, list[str]]:
         """The setup and solution cells run again in a fresh Python with the standard
         library only
         (:mod:`autograder.probe`), and ``calls`` (name, args) made there: each result, or
-        the exception raised as a stand-in."""
+        the exception raised as a stand-in; and the array libraries the cells tried to
+        import there (:data:`autograder.testing.BANNED_MODULES`)."""
         from autograder import probe
+        from autograder.testing import BANNED_MODULES
 
-        replies = probe.run(_solution_cells(self.notebook), calls, self.timeout)
+        replies, tried = probe.run(_solution_cells(self.notebook), calls, BANNED_MODULES,
+                                   self.timeout)
         out = []
         for reply in replies:
             if type(reply) is not dict:
@@ -198,7 +203,7 @@ class Session:
                     raise ProtocolError(f"the probe's reply: {exc}") from None
             else:
                 raise ProtocolError("a malformed reply from the standard-library probe")
-        return out
+        return out, [str(t)[:100] for t in tried]
 
 
 def _solution_cells(nb) -> list[str]:
@@ -224,6 +229,8 @@ class LearnerNamespace(dict):
         if name.startswith("__") or hasattr(builtins, name):
             raise KeyError(name)
         value = self._session.resolve(name)
+        if isinstance(value, Remote):
+            value.bound_as = name
         self[name] = value
         return value
 
@@ -255,12 +262,16 @@ def run_test(session: Session, source: str, setup: dict, where: str) -> tuple[st
 
 
 def exchange_folder(km) -> tuple[Path, bool]:
-    """(folder, made here) for the requests of kernel manager ``km``'s kernel: inside its
-    connection folder when that is the sandbox's (bound at its own path), else a new one."""
-    run = getattr(km, "exchange_folder", None)
+    """(folder, made here) for the requests of kernel manager ``km``'s kernel: a new folder
+    with an unpredictable name in its connection folder when that is the sandbox's (bound
+    at its own path), else a new private one."""
+    run = getattr(km, "connection_folder", None)
     if callable(run):
-        folder = run()
-        folder.mkdir(exist_ok=True)
+        folder = run() / f"exchange-{secrets.token_hex(8)}"
+        try:
+            os.mkdir(folder, 0o755)  # fails if anything is there already
+        except OSError as exc:
+            raise ProtocolError(f"the exchange folder could not be made: {exc}") from None
         return folder, False
     return Path(tempfile.mkdtemp(prefix="autograder-exchange-")), True
 

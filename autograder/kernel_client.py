@@ -13,8 +13,6 @@ changes only their own answers, and a reply that is not plain data fails the che
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 from autograder import wire
 
 # The learner's objects the checker refers to by number (functions, classes).
@@ -71,8 +69,9 @@ def _fingerprint(value):
 
 def serve(namespace: dict, folder: str, rid: str) -> None:
     """Answer request ``rid`` in ``folder`` with the learner's ``namespace``."""
-    folder_path = Path(folder)
-    request = json.loads((folder_path / f"{rid}.request.json").read_text(encoding="utf-8"))
+    folder_path = wire.Folder(folder)
+    with folder_path.open(f"{rid}.request.json") as f:
+        request = json.loads(f.read().decode("utf-8"))
     out = wire.Arrays(folder_path, f"{rid}.out")
     reply: dict
     try:
@@ -90,12 +89,14 @@ def serve(namespace: dict, folder: str, rid: str) -> None:
             before = [_fingerprint(a) for a in args]
             result = fn(*args, **kwargs)
             reply = {"value": wire.encode(result, out),
-                     "is_arg": [i for i, a in enumerate(args) if result is a],
-                     "changed": {str(i): wire.encode(a, out) for i, a in enumerate(args)
-                                 if before[i] is not None and _fingerprint(a) != before[i]}}
+                     "changed": [i for i, a in enumerate(args)
+                                 if before[i] is not None and _fingerprint(a) != before[i]]}
         else:
             reply = {"error": f"unknown request {request['op']!r}"}
     except BaseException as exc:  # noqa: BLE001 - the learner's code may raise anything
         reply = _raised(exc)
     reply["id"] = rid
-    wire.dump(reply, folder_path / f"{rid}.reply.json")
+    try:
+        wire.dump(reply, folder_path, f"{rid}.reply.json")
+    finally:
+        folder_path.close()

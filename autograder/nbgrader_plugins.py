@@ -152,6 +152,8 @@ class TrustedTests:
         return self.session
 
     def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
         if self.folder is not None and self._made:
             self.checker.remove_folder(self.folder)
 
@@ -204,8 +206,8 @@ class TrustedTests:
         if self.setup is None:
             self.setup = self.checker.setup_namespace(self.setup_sources)
         self._cell, self._index = cell, index
-        session = self._session()
         try:
+            session = self._session()
             return self.checker.run_test(session, cell.source, self.setup, _where(cell))
         except self.checker.ProtocolError as exc:
             self.broken = f"the kernel broke the checker's protocol in {_where(cell)}: {exc}"

@@ -6,8 +6,9 @@ their helpers; not the tests, nor cells of the learner's own) are run, one after
 and each on its own (a cell that raises stops only itself, as in a
 notebook), in a fresh ``python -I -S`` inside a bubblewrap sandbox in which every
 site-packages folder is an empty tmpfs, so no array library exists to be imported,
-whatever the code does to ``sys.path``. The calls the checker asks for are made there and
-their results sent back as JSON on stdout. Without bubblewrap (``grade --no-sandbox``)
+whatever the code does to ``sys.path``; every attempt to import one is recorded (a cell that
+uses numpy when it is installed and plain Python otherwise is found). The calls the checker
+asks for are made there and their results sent back as JSON on stdout. Without bubblewrap (``grade --no-sandbox``)
 the probe is the same interpreter with ``-I -S``, which a determined learner can undo.
 """
 
@@ -32,6 +33,18 @@ import json, sys
 request = json.loads(sys.stdin.read())
 out = sys.stdout
 sys.stdout = sys.stderr
+tried = []
+
+
+class _Watch:  # the array libraries the cells try to import (none is installed here)
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.split(".")[0] in request["banned"] and name not in tried:
+            tried.append(name)
+        return None
+
+
+sys.meta_path.insert(0, _Watch)
 ns = {"__name__": "__main__"}
 for source in request["cells"]:
     code = "\n".join(l for l in source.splitlines() if not l.lstrip().startswith(("%", "!")))
@@ -64,7 +77,7 @@ for name, args in request["calls"]:
                              "TypeError", "Exception") if isinstance(exc, getattr(__builtins__, k))]
         replies.append({"raised": {"type": type(exc).__name__, "kinds": kinds,
                                    "message": str(exc)[:2000]}})
-out.write(json.dumps(replies))
+out.write(json.dumps({"replies": replies, "tried": tried}))
 '''
 
 
@@ -93,24 +106,29 @@ def command() -> list[str]:
             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8", "--", *py]
 
 
-def run(cells: list[str], calls: list[tuple[str, tuple]], timeout: float = TIMEOUT) -> list:
-    """The replies of ``calls`` (name, args) after ``cells`` ran in the probe (at most
-    ``timeout`` seconds for all of it)."""
-    request = json.dumps({"cells": cells, "calls": [[n, list(a)] for n, a in calls]})
+def run(cells: list[str], calls: list[tuple[str, tuple]], banned: tuple[str, ...] = (),
+        timeout: float = TIMEOUT) -> tuple[list, list]:
+    """(the replies of ``calls`` (name, args), the modules of ``banned`` the cells tried to
+    import) after ``cells`` ran in the probe (at most ``timeout`` seconds for all of it)."""
+    request = json.dumps({"cells": cells, "calls": [[n, list(a)] for n, a in calls],
+                          "banned": list(banned)})
+
+    def failed(kind: str, why: str) -> tuple[list, list]:
+        return [{"raised": {"type": kind, "kinds": ["Exception"], "message": why}}] * len(
+            calls), []
+
     try:
         done = subprocess.run(command(), input=request.encode(), capture_output=True,
                               timeout=timeout, cwd=Path("/"))
     except subprocess.TimeoutExpired:
-        return [{"raised": {"type": "TimeoutError", "kinds": ["Exception"],
-                            "message": f"the cells ran longer than {timeout:g} s"}}] * len(calls)
+        return failed("TimeoutError", f"the cells ran longer than {timeout:g} s")
     text = done.stdout[:MAX_OUTPUT + 1]
     try:
-        replies = json.loads(text.decode("utf-8")) if len(text) <= MAX_OUTPUT else None
+        answer = json.loads(text.decode("utf-8")) if len(text) <= MAX_OUTPUT else None
     except (UnicodeDecodeError, ValueError, RecursionError):
-        replies = None
-    if type(replies) is not list or len(replies) != len(calls):
-        why = f"the process ended with status {done.returncode} and no answer"
-        return [{"raised": {"type": "ProbeFailed", "kinds": ["Exception"], "message": why}}
-                ] * len(calls)
-    return replies
-
+        answer = None
+    if type(answer) is not dict or type(answer.get("replies")) is not list or len(
+            answer["replies"]) != len(calls) or type(answer.get("tried")) is not list:
+        return failed("ProbeFailed", f"the process ended with status {done.returncode} and "
+                      "no answer")
+    return answer["replies"], answer["tried"]

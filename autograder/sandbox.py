@@ -577,10 +577,10 @@ class SandboxedKernelManager(AsyncKernelManager):
             return cmd, kw
         return self._wrap(cmd, kw), kw
 
-    def exchange_folder(self) -> Path:
-        """Where the trusted checker and this kernel exchange requests and replies (in
-        the connection folder, which the sandbox binds at its own path)."""
-        return Path(self.connection_file).parent / f"{Path(self.connection_file).stem}.x"
+    def connection_folder(self) -> Path:
+        """The folder of this kernel's connection file and sockets, bound into the sandbox
+        at its own path (the trusted checker makes its exchange folder there)."""
+        return Path(self.connection_file).parent
 
     def _kernel_env(self, kw: dict, run: Path) -> dict:
         """The kernel's whole environment (``run`` is mounted at its own path: the

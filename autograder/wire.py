@@ -54,18 +54,71 @@ def opaque(type_name: str) -> Opaque:
     return type(name, (Opaque,), {})()
 
 
+class Folder:
+    """An exchange folder, held by a directory descriptor: every file is created, opened
+    and removed relative to it, never through a path or a link. Whoever else can write
+    the folder (the learner's kernel) cannot make a write land anywhere else, replace the
+    folder by a link, or have a file read through a link."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    @staticmethod
+    def _plain(name: str) -> str:
+        if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+            raise WireError(f"a file name that is not plain: {str(name)[:80]!r}")
+        return name
+
+    def create(self, name: str):
+        """A new file ``name`` for writing (it must not exist, not even as a link)."""
+        fd = os.open(self._plain(name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                     0o644, dir_fd=self.fd)
+        return os.fdopen(fd, "wb")
+
+    def open(self, name: str):
+        """File ``name`` for reading: a regular file, not through a link (WireError)."""
+        try:
+            fd = os.open(self._plain(name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK,
+                         dir_fd=self.fd)
+        except OSError as exc:  # missing, or a link (not followed)
+            raise WireError(f"{name} cannot be opened: {exc.strerror}") from None
+        f = os.fdopen(fd, "rb")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            f.close()
+            raise WireError(f"{name} is not a regular file")
+        return f
+
+    def clear(self) -> None:
+        """Remove every entry (links themselves, not what they point to)."""
+        for name in os.listdir(self.fd):
+            try:
+                os.unlink(name, dir_fd=self.fd)
+            except OSError:  # a folder someone made here: left, never followed
+                pass
+
+
+def _folder(folder) -> Folder:
+    return folder if isinstance(folder, Folder) else Folder(folder)
+
+
 class Arrays:
     """The ``.npy`` files of one message, in ``folder``, named ``{prefix}-{n}.npy``."""
 
-    def __init__(self, folder: Path | str, prefix: str):
-        self.folder, self.prefix, self.count, self.total = Path(folder), prefix, 0, 0
+    def __init__(self, folder: Folder | Path | str, prefix: str):
+        self.folder, self.prefix, self.count, self.total = _folder(folder), prefix, 0, 0
 
     def write(self, array) -> str:
         import numpy as np
 
         name = f"{self.prefix}-{self.count}.npy"
         self.count += 1
-        with open(self.folder / name, "wb") as f:
+        with self.folder.create(name) as f:
             plain = np.asarray(array)
             if not plain.flags.c_contiguous:
                 plain = plain.copy(order="C")
@@ -79,14 +132,8 @@ class Arrays:
         if not isinstance(name, str) or name != os.path.basename(name) or not (
                 name.startswith(self.prefix + "-") and name.endswith(".npy")):
             raise WireError(f"an array file name that is not this message's: {str(name)[:80]!r}")
-        try:
-            fd = os.open(self.folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError as exc:  # missing, or a link (not followed)
-            raise WireError(f"{name} cannot be opened: {exc.strerror}") from None
-        with os.fdopen(fd, "rb") as f:
+        with self.folder.open(name) as f:
             info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise WireError(f"{name} is not a regular file")
             if info.st_size > MAX_ARRAY_BYTES + 4096:
                 raise WireError(f"{name} holds {info.st_size} bytes, more than the "
                                 f"{MAX_ARRAY_BYTES} an array may")
@@ -206,23 +253,24 @@ def decode(tree: Any, arrays: Arrays, *, handle=None, depth: int = 0, count: lis
     raise WireError(f"a malformed {t!r} node")
 
 
-def dump(tree: Any, path: Path | str) -> None:
-    """Write a message's JSON tree to ``path``."""
-    Path(path).write_text(json.dumps(tree, allow_nan=False), encoding="utf-8")
+def dump(tree: Any, folder: Folder | Path | str, name: str) -> None:
+    """Write a message's JSON tree as file ``name`` of ``folder`` (a new file)."""
+    with _folder(folder).create(name) as f:
+        f.write(json.dumps(tree, allow_nan=False).encode("utf-8"))
 
 
-def load(path: Path | str) -> Any:
-    """The JSON tree in ``path``, read only if it is a regular file within the limit."""
+def load(folder: Folder | Path | str, name: str) -> Any:
+    """The JSON tree in file ``name`` of ``folder``, read only if it is a regular file
+    within the limit."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise WireError("no reply was written") from None
-    except OSError as exc:
-        raise WireError(f"the reply cannot be opened: {exc}") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_JSON_BYTES:
-            raise WireError("the reply is not a regular file within the size limit")
+        f = _folder(folder).open(name)
+    except WireError as exc:
+        if "No such file" in str(exc):
+            raise WireError("no reply was written") from None
+        raise
+    with f:
+        if os.fstat(f.fileno()).st_size > MAX_JSON_BYTES:
+            raise WireError("the reply is larger than the limit")
         data = f.read(MAX_JSON_BYTES + 1)
     try:
         return json.loads(data.decode("utf-8"))

@@ -75,18 +75,52 @@ def test_array_files_are_checked_before_their_data_is_read(tmp_path):
         arrays.read("m-3.npy")
 
 
+def _request_id(folder) -> str:
+    return next(p.name for p in folder.iterdir() if p.name.endswith(".request.json")).split(
+        ".")[0]
+
+
 def test_a_missing_or_foreign_reply_is_a_broken_protocol(tmp_path):
     def never_answers(code):
         pass
 
     def answers_another_request(code):
-        (tmp_path / "r1.reply.json").write_text(json.dumps({"id": "r0", "value": {
+        rid = _request_id(tmp_path)
+        (tmp_path / f"{rid}.reply.json").write_text(json.dumps({"id": "r0", "value": {
             "t": "plain", "v": None}}))
 
     with pytest.raises(ProtocolError, match="no reply"):
         Session(never_answers, tmp_path).resolve("softmax")
+    assert list(tmp_path.iterdir()) == []  # the request is cleared after its reply
     with pytest.raises(ProtocolError, match="another request"):
         Session(answers_another_request, tmp_path).resolve("softmax")
+
+
+def test_links_laid_by_the_kernel_reroute_no_write_and_no_read(tmp_path):
+    """The kernel can write the exchange folder: a link it lays where the checker will
+    write or read, or in place of the folder itself, is refused, never followed."""
+    folder, target = tmp_path / "x", tmp_path / "gradebook.db"
+    folder.mkdir()
+    target.write_bytes(b"the gradebook")
+    session = Session(lambda code: None, folder)
+    arrays = wire.Arrays(session.folder, "r9.in")
+    (folder / "r9.in-0.npy").symlink_to(target)
+    with pytest.raises(FileExistsError):
+        arrays.write(np.zeros(3))
+    (folder / "r9.reply.json").symlink_to(target)
+    with pytest.raises(wire.WireError, match="cannot be opened"):
+        wire.load(session.folder, "r9.reply.json")
+    session.folder.clear()  # removes the links, not what they point to
+    assert list(folder.iterdir()) == [] and target.read_bytes() == b"the gradebook"
+    folder.rename(tmp_path / "moved")
+    (tmp_path / "elsewhere").mkdir()
+    folder.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    # The folder held by its descriptor: the link put in its place gets nothing.
+    wire.dump({"t": "plain", "v": None}, session.folder, "r10.request.json")
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    assert [p.name for p in (tmp_path / "moved").iterdir()] == ["r10.request.json"]
+    with pytest.raises(ProtocolError, match="replaced"):
+        Session(lambda code: None, folder)
 
 
 def test_a_learner_exception_keeps_its_kind_and_message_not_its_power():
