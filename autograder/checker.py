@@ -107,16 +107,56 @@ class Session:
             raise ProtocolError(f"the exchange folder was replaced: {exc}") from None
         self.timeout = timeout  # seconds a probe may run (the cells' time limit)
         self.n = 0
+        self.line: _Line | None = None  # the kernel's line while a test runs
+        self.km = None  # the kernel's manager (its sandbox), when the grader set it
+
+    def serving(self, test: Callable[[], Any], visible: str = "") -> Any:
+        """``test()`` run in a thread of the checker while one kernel cell serves it
+        (:func:`autograder.kernel_client.serve_test`): every call the test makes goes over
+        that cell's socket, so a test costs one kernel cell however many calls it makes.
+        The cell's time limit bounds the whole test. Returns what ``test`` returned, or
+        raises what it raised; CheckStopped when the kernel stopped serving first. The
+        same kernel cell first runs ``visible`` (a test cell's visible part, for display)."""
+        import threading
+
+        line = self.line = _Line(self.folder)
+        outcome: dict = {}
+
+        def run():
+            try:
+                line.accept()
+                outcome["value"] = test()
+            except BaseException as exc:  # noqa: BLE001 - handed to the grading thread
+                outcome["raised"] = exc
+            finally:
+                line.finish()
+
+        worker = threading.Thread(target=run, name="checker", daemon=True)
+        worker.start()
+        try:
+            self.execute('__import__("autograder.kernel_client", fromlist=["serve_test"])'
+                         f'.serve_test(globals(), {str(self.folder.path)!r}, {line.name!r}, '
+                         f'{visible!r})')
+        finally:
+            line.kernel_done()
+            worker.join()
+            if line.conn is not None:
+                line.conn.close()
+            self.line = None
+        if "raised" in outcome:
+            raise outcome["raised"]
+        return outcome.get("value")
 
     def _request(self, build: Callable[[str], dict]) -> dict:
         self.n += 1
         self.rid = rid = f"r{self.n}-{secrets.token_hex(8)}"  # no name to lay a link for
+        if self.line is None:
+            raise ProtocolError("the checker called the kernel outside a test")
         try:
             wire.dump(build(rid), self.folder, f"{rid}.request.json")
         except OSError as exc:
             raise ProtocolError(f"the checker's request could not be written: {exc}") from None
-        self.execute('__import__("autograder.kernel_client", fromlist=["serve"]).serve('
-                     f'globals(), {str(self.folder.path)!r}, {rid!r})')
+        self.line.ask(rid)
         try:
             reply = wire.load(self.folder, f"{rid}.reply.json")
             if type(reply) is not dict or reply.get("id") != rid:
@@ -216,6 +256,79 @@ def _solution_cells(nb) -> list[str]:
         c.get("metadata", {}).get("nbgrader", {}).get("locked") and not is_grade(c)))]
 
 
+class _Line:
+    """The socket one kernel cell serves a test over: the checker sends a request's id,
+    the kernel sends it back when its reply is written. Only ids cross here; requests and
+    replies are files (:mod:`autograder.wire`). Nothing here depends on timing: the
+    checker waits until the kernel answers, connects or ends its cell."""
+
+    def __init__(self, folder: wire.Folder):
+        import socket
+
+        from autograder.kernel_client import socket_path
+
+        self.name = f"line-{secrets.token_hex(8)}"
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(socket_path(folder.fd, str(folder.path), self.name))
+        self.listener.listen(1)
+        self.conn = None
+        self.ended = False  # the kernel's cell has ended
+        self.reader = None
+
+    def accept(self) -> None:
+        import select
+
+        try:
+            while self.conn is None:
+                ready, _, _ = select.select([self.listener], [], [], 0.05)
+                if ready:
+                    self.conn, _ = self.listener.accept()
+                    self.reader = self.conn.makefile("rb")
+                elif self.ended:
+                    break
+        except (OSError, ValueError):
+            pass
+        if self.conn is None:
+            raise ProtocolError("the kernel did not serve the checker's test (its cell "
+                                "ran something else)")
+
+    def ask(self, rid: str) -> None:
+        """Send ``rid`` and wait until the kernel says its reply is written."""
+        try:
+            self.conn.sendall(rid.encode("ascii") + b"\n")
+            answer = self.reader.readline(200)
+        except (OSError, ValueError, AttributeError):
+            answer = b""
+        if not answer:
+            raise CheckStopped("the kernel stopped answering the checker (a call ran past "
+                               "the time limit, or the kernel died)")
+        if answer != rid.encode("ascii") + b"\n":
+            raise ProtocolError("the kernel answered another request than the checker's")
+
+    def finish(self) -> None:
+        """The test is over: tell the kernel's cell to end (in the checker's thread)."""
+        try:
+            if self.conn is not None:
+                self.conn.sendall(b"done\n")
+        except OSError:
+            pass
+        self.listener.close()
+
+    def kernel_done(self) -> None:
+        """The kernel's cell ended: nothing more will be answered (the grading thread;
+        a wait for a reply ends at once, a wait for the kernel to connect at its next
+        look)."""
+        import socket
+
+        self.ended = True
+        conn = self.conn
+        if conn is not None:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 class LearnerNamespace(dict):
     """The checker's namespace for one test cell: the setup cells' names (run here, from
     the source notebook), and each other name looked up in the learner's kernel when the
@@ -235,6 +348,24 @@ class LearnerNamespace(dict):
         return value
 
 
+# Per exercise, "module:function" of a builder ``f(session) -> {name: callable}``: learner
+# functions the grader builds itself from the submitted notebook (``session.notebook``),
+# which the checker calls in place of the kernel's objects of those names (ex08: the Rust
+# cells, compiled and run by the grader, so no Python object can pose as them).
+BUILT: dict[str, str] = {}
+
+
+def built_functions(assignment: str, session: Session) -> dict:
+    """The names :data:`BUILT` gives ``assignment``'s tests (none for most exercises)."""
+    import importlib
+
+    spec = BUILT.get(assignment)
+    if not spec:
+        return {}
+    module, _, function = spec.partition(":")
+    return getattr(importlib.import_module(module), function)(session)
+
+
 def setup_namespace(sources: list[str]) -> dict:
     """The names of the notebook's setup cells (locked instructor code), run here."""
     ns: dict = {"__name__": "__main__"}
@@ -248,17 +379,22 @@ def setup_namespace(sources: list[str]) -> dict:
     return ns
 
 
-def run_test(session: Session, source: str, setup: dict, where: str) -> tuple[str, str] | None:
-    """Run a test cell's whole source (visible and hidden) in the checker: None when it
-    passed, else (error name, message). ProtocolError and CheckStopped propagate."""
-    ns = LearnerNamespace(session, setup)
-    try:
-        exec(compile(source, f"<test {where}>", "exec"), ns)
-    except (ProtocolError, CheckStopped):
-        raise
-    except BaseException as exc:  # noqa: BLE001 - the verdict of a failing check
-        return type(exc).__name__, str(exc)[:4000]
-    return None
+def run_test(session: Session, source: str, setup: dict, where: str,
+             visible: str = "") -> tuple[str, str] | None:
+    """Run a test cell's whole source (visible and hidden) in the checker, while the
+    kernel runs its ``visible`` part for display and then serves the checker: None when
+    it passed, else (error name, message). ProtocolError and CheckStopped propagate."""
+    def test():
+        ns = LearnerNamespace(session, setup)
+        try:
+            exec(compile(source, f"<test {where}>", "exec"), ns)
+        except (ProtocolError, CheckStopped):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the verdict of a failing check
+            return type(exc).__name__, str(exc)[:4000]
+        return None
+
+    return session.serving(test, visible)
 
 
 def exchange_folder(km) -> tuple[Path, bool]:

@@ -84,7 +84,7 @@ class ResilientExecute(Execute):
         self._dead = False
         STOPPED.clear()
         assignment = resources.get("nbgrader", {}).get("assignment", "") or ""
-        self._trusted = TrustedTests(self, nb) if trusted(assignment) else None
+        self._trusted = TrustedTests(self, nb, assignment) if trusted(assignment) else None
         try:
             return super().preprocess(nb, resources, km=km)
         except DeadKernelError:  # raised while shutting the dead kernel down
@@ -133,10 +133,11 @@ class TrustedTests:
     checker too. A broken protocol is ``TamperingDetected`` for this and every later test.
     """
 
-    def __init__(self, executor: ResilientExecute, nb):
+    def __init__(self, executor: ResilientExecute, nb, assignment: str = ""):
         from autograder import checker
 
         self.executor, self.checker, self.nb = executor, checker, nb
+        self.assignment = assignment
         self.setup_sources: list[str] = []
         self.setup: dict | None = None
         self.session = None
@@ -149,6 +150,7 @@ class TrustedTests:
             self.folder, self._made = self.checker.exchange_folder(km)
             self.session = self.checker.Session(self._rpc, self.folder, self.nb,
                                                 timeout=self.executor.timeout or 60)
+            self.session.km = km
         return self.session
 
     def close(self) -> None:
@@ -168,6 +170,28 @@ class TrustedTests:
             self.setup_sources.append(cell.source)
         return ex._execute_in_kernel(cell, resources, index)
 
+    def _test_cell(self, cell, resources, index):
+        """One kernel cell runs the visible part (display) and then serves the checker,
+        which runs the whole test; the verdict alone sets the cell's error output."""
+        ex, full = self.executor, cell.source
+        visible = self.checker.visible_part(full)
+        if self.broken:  # the protocol is broken: the visible part runs for display only
+            cell.source = visible
+            try:
+                cell, resources = ex._execute_in_kernel(cell, resources, index)
+            finally:
+                cell.source = full
+            if not ex._dead:
+                cell.outputs = _shown(cell.outputs) + [_error(TAMPERING_ERROR, self.broken)]
+            return cell, resources
+        self._cell, self._index, self._outputs = cell, index, []
+        verdict = self._verdict(cell, visible)
+        if ex._dead:
+            return cell, resources
+        cell.outputs = _shown(self._outputs) + ([_error(*verdict)] if verdict else [])
+        ex.nb["cells"][index] = cell  # nbclient put the serving cell in its place
+        return cell, resources
+
     def _rpc(self, code: str) -> None:
         ex, cell = self.executor, self._cell
         call = self.checker.new_cell_like(cell, code)
@@ -176,39 +200,23 @@ class TrustedTests:
         except DeadKernelError:
             ex._dead = True
             STOPPED.append(("DeadKernelError", _where(cell)))
+            cell.outputs = call.outputs + [_error(
+                "DeadKernelError", "the kernel died while running this test")]
             raise self.checker.CheckStopped("the kernel died while the checker ran this "
                                             "test") from None
-        if getattr(ex, "_timed_out", None) is call:
-            raise self.checker.CheckStopped("a call of your code ran longer than the time limit")
-
-    def _test_cell(self, cell, resources, index):
-        ex, full = self.executor, cell.source
-        cell.source = self.checker.visible_part(full)
-        try:
-            cell, resources = ex._execute_in_kernel(cell, resources, index)
         finally:
-            cell.source = full
-        shown = [o for o in cell.outputs if o.get("output_type") == "display_data" or (
-            o.get("output_type") == "stream" and o.get("name") == "stdout")]
-        if ex._dead:
-            return cell, resources
-        if getattr(ex, "_timed_out", None) is cell:
-            verdict = ("CellTimeoutError", "the test ran longer than the time limit")
-        elif self.broken:
-            verdict = (TAMPERING_ERROR, self.broken)
-        else:
-            verdict = self._verdict(cell, index)
-        cell.outputs = shown + ([_error(*verdict)] if verdict else [])
-        ex.nb["cells"][index] = cell  # nbclient put each call's cell in its place
-        return cell, resources
+            self._outputs = call.outputs
+        if getattr(ex, "_timed_out", None) is call:
+            raise self.checker.CheckStopped("the test ran longer than the time limit")
 
-    def _verdict(self, cell, index):
-        if self.setup is None:
-            self.setup = self.checker.setup_namespace(self.setup_sources)
-        self._cell, self._index = cell, index
+    def _verdict(self, cell, visible: str):
         try:
             session = self._session()
-            return self.checker.run_test(session, cell.source, self.setup, _where(cell))
+            if self.setup is None:
+                self.setup = self.checker.setup_namespace(self.setup_sources)
+                self.setup.update(self.checker.built_functions(self.assignment, session))
+            return self.checker.run_test(session, cell.source, self.setup, _where(cell),
+                                         visible)
         except self.checker.ProtocolError as exc:
             self.broken = f"the kernel broke the checker's protocol in {_where(cell)}: {exc}"
             return TAMPERING_ERROR, self.broken
@@ -216,6 +224,21 @@ class TrustedTests:
             if self.executor._dead:
                 return "DeadKernelError", str(exc)
             return "CellTimeoutError" if "time limit" in str(exc) else "CheckStopped", str(exc)
+
+
+def _shown(outputs) -> list:
+    """A test cell's display: the kernel's stdout and displays before it began serving
+    the checker (the learner's own output; errors and results are not the verdict)."""
+    from autograder.kernel_client import SERVING
+
+    shown = []
+    for o in outputs:
+        if o.get("output_type") == "display_data" and SERVING in o.get("metadata", {}):
+            break
+        if o.get("output_type") == "display_data" or (
+                o.get("output_type") == "stream" and o.get("name") == "stdout"):
+            shown.append(o)
+    return shown
 
 
 TAMPERING_ERROR = "TamperingDetected"

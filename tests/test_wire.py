@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from autograder import wire
-from autograder.checker import ProtocolError, Session, _learner_exception, visible_part
+from autograder.checker import CheckStopped, ProtocolError, Session, _learner_exception, visible_part
 
 
 def _round_trip(value, tmp_path):
@@ -80,20 +80,70 @@ def _request_id(folder) -> str:
         ".")[0]
 
 
-def test_a_missing_or_foreign_reply_is_a_broken_protocol(tmp_path):
-    def never_answers(code):
-        pass
+def _kernel(namespace: dict):
+    """A stand-in for the learner's kernel: it runs the checker's serving cell here."""
+    def execute(code: str) -> None:
+        exec(code, namespace)
+    return execute
+
+
+def test_one_kernel_cell_serves_every_call_of_a_test(tmp_path):
+    cells = []
+
+    def execute(code):
+        cells.append(code)
+        exec(code, {"double": lambda xs: [2 * x for x in xs], "shown": []})
+
+    session = Session(execute, tmp_path)
+    got = session.serving(lambda: [session.resolve("double")([1.0, i]) for i in range(5)])
+    assert got == [[2.0, 2.0 * i] for i in range(5)] and len(cells) == 1
+    assert list(tmp_path.iterdir()) == []  # requests, replies and the socket are gone
+
+
+def test_a_kernel_that_does_not_serve_or_answers_another_request_breaks_the_protocol(tmp_path):
+    import autograder.kernel_client as kc
 
     def answers_another_request(code):
-        rid = _request_id(tmp_path)
-        (tmp_path / f"{rid}.reply.json").write_text(json.dumps({"id": "r0", "value": {
-            "t": "plain", "v": None}}))
+        real = kc.serve
 
-    with pytest.raises(ProtocolError, match="no reply"):
-        Session(never_answers, tmp_path).resolve("softmax")
-    assert list(tmp_path.iterdir()) == []  # the request is cleared after its reply
+        def wrong(namespace, folder, rid):
+            (tmp_path / f"{rid}.reply.json").write_text(json.dumps({"id": "r0", "value": {
+                "t": "plain", "v": None}}))
+        kc.serve = wrong
+        try:
+            exec(code, {})
+        finally:
+            kc.serve = real
+
+    session = Session(lambda code: None, tmp_path)
+    with pytest.raises(ProtocolError, match="did not serve"):
+        session.serving(lambda: session.resolve("softmax"))
+    with pytest.raises(ProtocolError, match="outside a test"):
+        session.resolve("softmax")
+    session = Session(answers_another_request, tmp_path)
     with pytest.raises(ProtocolError, match="another request"):
-        Session(answers_another_request, tmp_path).resolve("softmax")
+        session.serving(lambda: session.resolve("softmax"))
+    assert list(tmp_path.iterdir()) == []  # the request is cleared after its reply
+
+
+def test_a_kernel_that_stops_answering_stops_the_check(tmp_path):
+    import autograder.kernel_client as kc
+
+    def hangs_up(code):
+        real = kc.serve
+        def interrupted(namespace, folder, rid):  # the time limit, between two calls
+            raise KeyboardInterrupt
+        kc.serve = interrupted
+        try:
+            exec(code, {})
+        except KeyboardInterrupt:
+            pass
+        finally:
+            kc.serve = real
+
+    session = Session(hangs_up, tmp_path)
+    with pytest.raises(CheckStopped, match="stopped answering"):
+        session.serving(lambda: [session.resolve("softmax"), session.resolve("softmax")])
 
 
 def test_links_laid_by_the_kernel_reroute_no_write_and_no_read(tmp_path):

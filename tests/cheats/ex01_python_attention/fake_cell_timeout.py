@@ -2,10 +2,11 @@
 (runs the next cell as an empty cell, then deletes itself) and ends by raising its own
 CellTimeoutError: the grader once took an output's error name for what happened, so it did
 not ask the guard after this cell (after test_kc3 the shell is back to its baseline) and
-called the submission a timeout. The grader now asks after every cell it did not interrupt
-itself, and a timeout is one it saw. Wrong kc3 answer.
+called the submission a timeout. A timeout is now one the grader saw; and the skipped cell
+is the one that serves the checker test_kc3, so the checker sees a broken protocol (no
+kernel served the test) and that test scores 0, as does the wrong kc3 answer.
 
-status: graded
+status: tampering
 fails: test_kc3
 """
 # %% kc3
