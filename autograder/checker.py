@@ -109,6 +109,7 @@ class Session:
         self.n = 0
         self.line: _Line | None = None  # the kernel's line while a test runs
         self.km = None  # the kernel's manager (its sandbox), when the grader set it
+        self.on_close: list[Callable[[], None]] = []  # run by close() (built programs' ends)
 
     def serving(self, test: Callable[[], Any], visible: str = "") -> Any:
         """``test()`` run in a thread of the checker while one kernel cell serves it
@@ -217,6 +218,11 @@ class Session:
         self.folder.clear()
 
     def close(self) -> None:
+        for hook in self.on_close:
+            try:
+                hook()
+            except Exception:  # noqa: BLE001 - the others still run
+                pass
         self.folder.close()
 
     def without_libraries(self, calls: list[tuple[str, tuple]]) -> tuple[list, list[str]]:
@@ -352,7 +358,7 @@ class LearnerNamespace(dict):
 # functions the grader builds itself from the submitted notebook (``session.notebook``),
 # which the checker calls in place of the kernel's objects of those names (ex08: the Rust
 # cells, compiled and run by the grader, so no Python object can pose as them).
-BUILT: dict[str, str] = {}
+BUILT: dict[str, str] = {"ex08_rust_attention": "autograder.rust_build:built_functions"}
 
 
 def built_functions(assignment: str, session: Session) -> dict:

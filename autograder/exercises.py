@@ -31,7 +31,7 @@ ASSIGNMENTS = exercise_ids()
 # ex06 waits for a peak-memory measure taken outside the learner's processes that a child
 # exiting early or a reset high-water mark cannot escape (a cgroup's memory.peak).
 TRUSTED = frozenset({"ex01_python_attention", "ex02_numpy_attention", "ex03_scaling",
-                     "ex04_positional_encoding"})
+                     "ex04_positional_encoding", "ex08_rust_attention"})
 
 
 def trusted(assignment: str) -> bool:

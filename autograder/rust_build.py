@@ -572,7 +572,7 @@ def _flags(tc: Toolchain) -> list[str]:
     # value-changing float optimisation, so a program computes the same at either level.
     flags = ["--edition", EDITION, "--crate-type", "bin", "-C", "opt-level=1", "-C",
              "codegen-units=1", "--crate-name", "course_rust", "--error-format", "json",
-             "--color", "never", "-C", "debuginfo=0"]
+             "--color", "never", "-C", "debuginfo=0", "-C", "strip=symbols"]
     if tc.linker:
         flags += ["-C", f"linker={tc.linker}"]
     if tc.static:
@@ -657,8 +657,30 @@ _HEADER = ("your %%rust cells do not compile (cell_<id>.rs is the solution cell 
            "line 1 its %%rust line):\n\n")
 
 
-def _messages(stderr: str) -> str:
-    return rust._render(stderr, ROOT)
+_LINKER_SAYS = re.compile(r"undefined reference to .*|cannot find -l\S+|multiple definition of .*")
+
+
+def _messages(stderr: str, errors_only: bool = False) -> str:
+    """rustc's messages (its JSON diagnostics rendered, as :mod:`autograder.rust` shows
+    them); only the errors when ``errors_only`` (a failed build: its warnings would hide
+    them). A failed link is told by what the linker missed, not by its command line."""
+    kept = []
+    for line in stderr.splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            kept.append(line)
+            continue
+        if not isinstance(d, dict) or (errors_only and d.get("level") == "warning"):
+            continue
+        if str(d.get("message", "")).startswith("linking with"):
+            missed = sorted(set(_LINKER_SAYS.findall(str(d.get("rendered", "")))))
+            d["rendered"] = ("error: the program could not be linked: " + (
+                "; ".join(m.strip() for m in missed) or "the linker failed") + " (an `extern` "
+                "block or `#[link]` names what is not in Rust's standard library)")
+            line = json.dumps(d)
+        kept.append(line)
+    return rust._render("\n".join(kept), ROOT)
 
 
 def build(files: list[RustSource], timeout: float = MIN_COMPILE_TIMEOUT) -> Build:
@@ -695,27 +717,22 @@ def build(files: list[RustSource], timeout: float = MIN_COMPILE_TIMEOUT) -> Buil
             (src / f.name).write_text(f.text, encoding="utf-8")
         (src / ROOT).write_text(plain, encoding="utf-8")
         (src / "forbid.rs").write_text(strict, encoding="utf-8")
-        rc, stderr = _rustc(tc, src, out, [*_flags(tc), "-o", "/out/program", ROOT], timeout)
-        record: dict[str, Any] = {"error": None, "forbid_error": None, "warnings": ""}
-        timed_out = rc is None
-        if rc is None:
-            record["error"] = f"rustc ran longer than {timeout:g} s on your %%rust cells"
-        elif rc != 0 or not (out / "program").is_file():
-            record["error"] = _HEADER + (_messages(stderr) or f"rustc exited with status {rc}")
-        else:
-            record["warnings"] = _messages(stderr)
-        rc, stderr = _rustc(tc, src, out, [*_forbid_flags(), "-o", "/out/forbid.rmeta",
-                                           "forbid.rs"], timeout)
-        timed_out = timed_out or rc is None
-        if rc is None:
-            record["forbid_error"] = f"rustc ran longer than {timeout:g} s on your %%rust cells"
-        elif rc != 0:
-            record["forbid_error"] = _messages(stderr) or f"rustc exited with status {rc}"
-        if timed_out:  # not the cells' fault alone: not remembered
-            return _apply(result, record, out / "program" if record["error"] is None else None)
+        plain_rc, plain_err = _rustc(tc, src, out, [*_flags(tc), "-o", "/out/program", ROOT],
+                                     timeout)
+        forbid_rc, forbid_err = (None, "") if plain_rc is None else _rustc(
+            tc, src, out, [*_forbid_flags(), "-o", "/out/forbid.rmeta", "forbid.rs"], timeout)
+        if plain_rc is None or forbid_rc is None:  # not remembered: a rerun may be faster
+            result.error = result.forbid_error = (
+                f"rustc ran longer than {timeout:g} s on your %%rust cells (a compile-time "
+                "loop or recursion?)")
+            return result
+        if plain_rc == 0 and not (out / "program").is_file():
+            plain_rc = -1
+        # rustc's own output is kept, and rendered when read (so rendering can change)
+        record = {"plain": [plain_rc, plain_err], "forbid": [forbid_rc, forbid_err]}
         keep = Path(tmp, "keep")
         keep.mkdir()
-        if record["error"] is None:
+        if plain_rc == 0:
             os.replace(out / "program", keep / "program")
         (keep / "result.json").write_text(json.dumps(record), encoding="utf-8")
         try:
@@ -723,26 +740,28 @@ def build(files: list[RustSource], timeout: float = MIN_COMPILE_TIMEOUT) -> Buil
         except OSError:
             pass
         if not (done / "result.json").is_file():
-            return _apply(result, record, None)
+            result.error = result.forbid_error = "the grader could not keep the build"
+            return result
     return _load(result, done, cached=False)
 
 
-def _apply(result: Build, record: dict, binary: Path | None) -> Build:
-    result.error, result.forbid_error = record["error"], record["forbid_error"]
-    result.warnings = record.get("warnings") or ""
-    result.binary = binary
-    if result.error is None and binary is None:
-        result.error = "the grader could not keep the compiled program"
-    return result
-
-
 def _load(result: Build, folder: Path, cached: bool = True) -> Build:
+    """``result`` filled from the build kept in ``folder``."""
     record = json.loads((folder / "result.json").read_text(encoding="utf-8"))
-    binary = folder / "program" if record["error"] is None else None
-    if binary is not None and not binary.is_file():
-        raise OSError("a cached build lost its program")
+    (plain_rc, plain_err), (forbid_rc, forbid_err) = record["plain"], record["forbid"]
+    if plain_rc == 0:
+        result.binary = folder / "program"
+        if not result.binary.is_file():
+            raise OSError("a cached build lost its program")
+        result.error, result.warnings = None, _messages(plain_err)
+    else:
+        result.binary = None
+        result.error = _HEADER + (_messages(plain_err, errors_only=True)
+                                  or f"rustc exited with status {plain_rc}")
+    result.forbid_error = None if forbid_rc == 0 else (
+        _messages(forbid_err, errors_only=True) or f"rustc exited with status {forbid_rc}")
     result.cached = cached
-    return _apply(result, record, binary)
+    return result
 
 
 def forbid_problem(files: list[RustSource], timeout: float = MIN_COMPILE_TIMEOUT) -> str | None:

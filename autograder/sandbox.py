@@ -133,7 +133,7 @@ def _rust_sysroot() -> str | None:
 # gets of the course package: the launchers, the visible tests' helpers and the client.
 # No reference, no check, no answer.
 KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "wire.py",
-                "kernel_client.py", "kernel_guard.py", "kernel_zygote.py")
+                "kernel_client.py", "kernel_guard.py", "kernel_zygote.py", "rust.py")
 
 
 def _copy_course(dest: Path, assignment: str | None = None) -> None:

@@ -241,6 +241,17 @@ def test_the_forbid_build_refuses_unsafe_even_under_an_inner_allow():
     assert (fine.error, fine.forbid_error) == (None, None)
 
 
+def test_a_symbol_outside_the_standard_library_does_not_link():
+    """An ``extern`` block naming the Python interpreter's C API (which a library loaded
+    into the kernel could reach): the grader's program has no such symbol."""
+    built = rust_build.build(_softmax_crate(
+        "    Ok(vec![unsafe { *Py_GetVersion() } as f64])") + [
+        S("cell_ffi.rs", '\nextern "C" { fn Py_GetVersion() -> *const u8; }\n')])
+    assert built.binary is None
+    assert "could not be linked: undefined reference to `Py_GetVersion'" in built.error
+    assert len(built.error) < 1000, built.error  # not the linker's command line
+
+
 @needs_sandbox
 def test_compile_time_reads_find_no_file_of_the_graders():
     notebook = REPO / "solutions" / "ex08_rust_attention" / "ex08_rust_attention.ipynb"

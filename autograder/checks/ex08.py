@@ -1,40 +1,45 @@
 """Checks for ``ex08_rust_attention`` (softmax and attention in pure Rust).
 
 The behaviour checks are exercise 1's (:mod:`autograder.checks.ex01`), called on the Rust
-functions through the course's glue (:mod:`autograder.rust`): the same known values,
-random shapes, stability, T_q != T_k and errors (a Rust ``Err`` is a ``ValueError``).
-Each first makes sure it was given a function compiled from a ``%%rust`` cell, not a
-Python function of the same name. :func:`uses_only_safe_std` checks the Rust source the
-cell magic recorded.
+functions: the same known values, random shapes, stability, T_q != T_k and errors (a Rust
+``Err`` is a ``ValueError``). When grading, those are the functions the grader compiled
+itself from the notebook's ``%%rust`` solution cells and runs in its own sandboxed process
+(:class:`autograder.rust_build.BuiltRust`, through :data:`autograder.checker.BUILT`): no
+Python object of the learner's can pose as them. The course's own tests and ``check``
+pass the kernel's :class:`autograder.rust.RustFunction` objects, which are accepted too.
+Each check first makes sure it was given one of those two, not a Python function of the
+same name. :func:`uses_only_safe_std` is judged by construction: the functions work in the
+sandbox (no files, network or processes there) and the cells compile under
+``#![forbid(unsafe_code)]``; nothing is read from the text.
 """
 
 from __future__ import annotations
 
 import ctypes
-import re
 from typing import Callable
 
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.checks import ex01
-from autograder.rust import RustFunction
+from autograder.rust import RustFunction, RustSource
+from autograder.rust_build import BuiltRust, forbid_problem
 from autograder.testing import call_learner, fail
 
 
 def _is_rust_function(fn) -> bool:
     """A :class:`~autograder.rust.RustFunction` calling into a compiled library. By name, not
-    ``isinstance``: in the grading sandbox the checks and the notebook load their own copies
-    of :mod:`autograder.rust` (see :mod:`autograder.kernel_guard`)."""
+    ``isinstance``: the notebook may load its own copy of :mod:`autograder.rust`."""
     return (type(fn).__name__ == RustFunction.__name__
             and type(fn).__module__ == RustFunction.__module__
             and isinstance(getattr(fn, "_fn", None), ctypes._CFuncPtr))
 
 
-def _rust(fn: Callable, name: str) -> RustFunction:
-    """``fn`` if it is the Rust function ``name`` compiled by ``%%rust``; else a failure."""
-    if not _is_rust_function(fn) or fn.__name__ != name:
-        fail(f"{name} should be the Rust function compiled from your %%rust cell, got "
-             f"{type(fn).__name__} {getattr(fn, '__name__', '')!s}: did the cell compile?")
-    return fn
+def _rust(fn: Callable, name: str):
+    """``fn`` if it is the Rust function ``name`` (built by the grader, or compiled by
+    ``%%rust``); else a failure."""
+    if (type(fn) is BuiltRust or _is_rust_function(fn)) and fn.__name__ == name:
+        return fn
+    fail(f"{name} should be the Rust function compiled from your %%rust cell, got "
+         f"{type(fn).__name__} {getattr(fn, '__name__', '')!s}: did the cell compile?")
 
 
 def _on_rust(check: Callable, name: str, what: str) -> Callable[[Callable], None]:
@@ -63,48 +68,35 @@ for _check, _name, _what in ON_RUST:
     globals()[_check] = _on_rust(getattr(ex01, _check), _name, _what)
 
 
-# Comments, string and character literals: their text is not code.
-_NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|r(#*)".*?"\1|b?"(?:\\.|[^"\\])*"|'
-                       r"b?'(?:\\.|[^'\\])'", re.S)
-BANNED = [
-    (re.compile(r"\bunsafe\b"), "`unsafe`: this exercise is safe Rust"),
-    (re.compile(r"\bextern\b"), "`extern`: the course provides the glue to Python"),
-    (re.compile(r"\bstd::(process|fs|net)\b"), "`std::{0}`: attention needs no {1}"),
-    (re.compile(r"\bstd::\{[^}]*\b(process|fs|net)\b"), "`std::{0}`: attention needs no {1}"),
-    (re.compile(r"\bstd::\*"), "`std::*`: it imports std::process, std::fs and std::net"),
-    (re.compile(r"\binclude(?:_str|_bytes)?!"), "`include!`-style macros: they read files"),
-]
-_WHAT = {"process": "processes", "fs": "files", "net": "network"}
-
-
-def banned_uses(source: str) -> list[str]:
-    """What Rust ``source`` uses that the exercise forbids, with line numbers."""
-    def blank(m: re.Match) -> str:
-        return re.sub(r"[^\n]", " ", m.group(0))
-
-    code = _NOT_CODE.sub(blank, source)
-    found = []
-    for lineno, line in enumerate(code.split("\n"), start=1):
-        line = re.sub(r"\s*::\s*", "::", line)
-        for pattern, message in BANNED:
-            for m in pattern.finditer(line):
-                what = m.group(1) if m.groups() else ""
-                found.append(f"line {lineno}: {message.format(what, _WHAT.get(what, ''))}")
-    return found
+def _forbid_problem(softmax, attention) -> str | None:
+    """rustc's message when the crate of the two functions does not compile under
+    ``#![forbid(unsafe_code)]``, else None."""
+    if type(softmax) is BuiltRust and type(attention) is BuiltRust:
+        problems = {f.program.build.forbid_error for f in (softmax, attention)}
+        return "\n\n".join(sorted(p for p in problems if p)) or None
+    files: dict[str, RustSource] = {}
+    for fn in (softmax, attention):  # the kernel's crates (attention's is the later one)
+        for f in getattr(fn, "rust_sources", ()):
+            files[f.name] = f
+    return forbid_problem(list(files.values()))
 
 
 def uses_only_safe_std(softmax: Callable, attention: Callable) -> None:
-    """Both functions work, and the Rust cells they were compiled from use no ``unsafe``,
-    ``extern``, ``std::process``, ``std::fs`` or ``std::net`` (nor file-reading macros)."""
+    """Both functions work, in the grader's sandboxed process where the standard library
+    finds no file, network or program to start (a ``std::fs``, ``std::net`` or
+    ``std::process`` call fails there; one that is never executed costs nothing), and the
+    Rust cells compile under ``#![forbid(unsafe_code)]``: no ``unsafe`` block, function,
+    impl or trait, no ``#[no_mangle]``, ``#[export_name]`` or ``#[link_section]``, and an
+    inner ``#[allow(unsafe_code)]`` cannot lift it. Nothing is judged from the text."""
     softmax = _rust(softmax, "softmax")
     attention = _rust(attention, "scaled_dot_product_attention")
     call_learner(softmax, [0.0, 1.0], what="softmax([0, 1])")
     call_learner(attention, [[1.0]], [[1.0]], [[1.0]], what="attention of 1 x 1 matrices")
-    problems = []
-    for f in dict.fromkeys(softmax.rust_sources + attention.rust_sources):
-        problems += [f"{f.name} {p}" for p in banned_uses(f.text)]
-    if problems:
-        fail("your Rust cells use what this exercise forbids: " + "; ".join(problems))
+    problem = _forbid_problem(softmax, attention)
+    if problem:
+        fail("your Rust cells do not compile under #![forbid(unsafe_code)] (this exercise is "
+             "safe Rust: no unsafe, #[no_mangle], #[export_name] or #[link_section]); rustc "
+             "says:\n" + problem[:3000])
 
 
 knowledge_check = _knowledge.check_for("ex08_rust_attention", __name__)

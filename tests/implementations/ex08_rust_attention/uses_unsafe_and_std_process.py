@@ -1,5 +1,7 @@
 """Wrong for this exercise, though its values are right: the softmax reads the row with
-`unsafe { get_unchecked }` and the attention imports std::process. Only the safe-std test fails.
+`unsafe { get_unchecked }`, so the crate does not compile under #![forbid(unsafe_code)]:
+only the safe-std test fails. (The attention's unused `use std::process;` costs nothing:
+nothing in the grader's sandbox could be started anyway.)
 
 fails: test_safe_std_only
 """
