@@ -20,7 +20,7 @@ from autograder.config import REPO
 
 # The code behind the hidden tests (relative to the repository): a fix there changes grades.
 CHECK_CODE = ("autograder/checks", "autograder/reference", "autograder/testing.py",
-              "autograder/diagnose.py", "autograder/rust.py")
+              "autograder/diagnose.py", "autograder/rust.py", "autograder/rust_build.py")
 
 
 def _files(path: Path) -> list[Path]:
