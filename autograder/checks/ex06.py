@@ -8,24 +8,45 @@ must agree with it to 1e-10 in float64 and never hold such a matrix itself.
 Each check exercises one behaviour on inputs chosen so that the others are not involved:
 unless a check is about them, key counts are multiples of the block size (no partial last
 block) and inputs are not causal.
+
+Graded by the trusted checker (``tiled`` an :class:`autograder.checker.Remote`), the
+behaviour checks call the learner's function in the kernel on plain data, and the peak
+memory is measured by the grader from outside, in a fresh sandboxed probe in its own
+memory cgroup (:mod:`autograder.peak_probe`). Called with a function itself (the course's
+own tests), the peak is measured in this process (:func:`autograder.memory.peak_call_memory`).
 """
 
 from __future__ import annotations
 
+import secrets
 from typing import Callable
 
 import numpy as np
 
+from autograder.checker import Remote
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.memory import peak_call_memory
 from autograder.reference import numpy_attention
 from autograder.testing import call_learner as _call
 from autograder.testing import assert_close, expect_value_error, fail
 
+ASSIGNMENT = "ex06_tiled_attention"
 # float64 tiled and dense attention differ only by the order of a few sums.
 RTOL, ATOL = 1e-10, 1e-10
 MIB = 2**20
-
+# The grader's own products in the probe before the baseline (names np, args, kwargs):
+# NumPy's code and BLAS's buffers for the shapes of a tiled call are resident before the
+# learner's cells run, as they are in any kernel that has used NumPy.
+WARMUP = """
+Q, K, V = args
+b = int(kwargs.get("block_size", 64))
+S = Q @ K[:b].T
+S = np.where(np.isfinite(S), S, 0.0) - S.max(axis=1, keepdims=True)
+P = np.exp(S)
+P.sum(axis=1) + np.maximum(P[:, 0], 0.0)
+P @ V[:b]
+Q[:b] @ K.T
+"""
 
 
 
@@ -187,40 +208,100 @@ def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,
                 block_size: int = 64, limit_mib: float = 16.0, seed: int = 67) -> None:
     """At T = 4096, d = 64, block 64, float64: the call's peak memory < 16 MiB.
 
-    Measured for the whole process (:func:`autograder.memory.peak_call_memory`), so memory
-    allocated by torch, a C extension or NumPy counts alike. The T x T score matrix alone
-    would take 128 MiB (a boolean T x T mask 16 MiB). A first call of all queries against one
-    key block (unmeasured) lets lazily initialised libraries (imports, BLAS threads and
-    buffers) settle first.
-    The output of the measured call must also be right (the notebook: "The result must
-    equal dense attention to 1e-10"), checked on its first and last 64 rows: a call that
-    returns zeros, or that gave up the values for the memory, gets no points here.
+    Graded by the checker (``tiled`` a :class:`autograder.checker.Remote`): measured from
+    outside by the grader (:func:`autograder.peak_probe.measure_call`): a fresh sandboxed
+    Python in its own memory cgroup runs the setup cells, makes the inputs (they do not
+    count), then runs the learner's solution cells and the call; the peak is the cgroup's
+    high-water mark from the start of the solution cells to the end of the probe, so every
+    page made resident counts, by any library or process (a child, a shared or file
+    mapping), also a buffer the solution cell made resident before the call. The inputs are
+    drawn anew for every grading (a table of answers to known inputs gains nothing).
+    Called with a function itself (the course's own tests): measured in this process
+    (:func:`autograder.memory.peak_call_memory`), after a first call of all queries against
+    one key block (unmeasured) lets lazily initialised libraries settle.
+
+    The T x T score matrix alone would take 128 MiB (a boolean T x T mask 16 MiB). The
+    output of the measured call must also be right (the notebook: "The result must equal
+    dense attention to 1e-10"), checked on its first and last 64 rows: a call that returns
+    zeros, or that gave up the values for the memory, gets no points here.
     """
-    rng = np.random.default_rng(seed)
-    Q, K, V = (rng.normal(size=(T, d)) for _ in range(3))
     what = (f"tiled attention at T = {T}, d = {d}, block_size = {block_size}, "
             f"is_causal = {is_causal}")
-    # Every query against one key block: the measured call's matrix shapes, so BLAS has
-    # started its threads and buffers before the measurement.
-    _call(tiled, Q, K[:block_size].copy(), V[:block_size].copy(),
-          block_size=block_size, is_causal=is_causal, what=f"{what} (one key block)")
-    got, peak, _how = _call(peak_call_memory, tiled, Q, K, V, block_size=block_size,
-                            is_causal=is_causal, what=what)
-    _check_output(got, (T, d), what)
-    got = np.asarray(got)  # a plain array: an ndarray subclass's operators compare nothing
     rows = np.r_[0:64, T - 64:T]
+    if isinstance(tiled, Remote):
+        seed = secrets.randbits(63)
+        got_rows, peak, how = _peak_in_probe(tiled, is_causal, T, d, block_size, seed,
+                                             [int(r) for r in rows], what)
+        rng = np.random.default_rng(seed)
+        Q, K, V = (rng.normal(size=(T, d)) for _ in range(3))
+    else:
+        rng = np.random.default_rng(seed)
+        Q, K, V = (rng.normal(size=(T, d)) for _ in range(3))
+        # Every query against one key block: the measured call's matrix shapes, so BLAS has
+        # started its threads and buffers before the measurement.
+        _call(tiled, Q, K[:block_size].copy(), V[:block_size].copy(),
+              block_size=block_size, is_causal=is_causal, what=f"{what} (one key block)")
+        got, peak, how = _call(peak_call_memory, tiled, Q, K, V, block_size=block_size,
+                               is_causal=is_causal, what=what)
+        _check_output(got, (T, d), what)
+        how = f"in this process ({how})"
+        # a plain array: an ndarray subclass's operators compare nothing
+        got_rows = np.asarray(got).view(np.ndarray)[rows]
     S = Q[rows] @ K.T / np.sqrt(d)
     if is_causal:
         S[np.arange(T)[None, :] > rows[:, None]] = -np.inf
     W = np.exp(S - S.max(axis=1, keepdims=True))
     expected = (W / W.sum(axis=1, keepdims=True)) @ V
-    if not np.allclose(got[rows], expected, rtol=0, atol=1e-10):
+    if not np.allclose(got_rows, expected, rtol=0, atol=1e-10):
         fail(f"{what}: the output differs from dense attention (rows 0-63 and {T - 64}-{T - 1} "
-             f"checked, largest difference {np.nanmax(np.abs(got[rows] - expected)):.3g})")
+             f"checked, largest difference {np.nanmax(np.abs(got_rows - expected)):.3g})")
     if peak > limit_mib * MIB:
-        fail(f"{what}: peak memory {peak / MIB:.1f} MiB, more than {limit_mib:g} MiB; a "
-             f"{T} x {T} float64 array alone takes {T * T * 8 / MIB:g} MiB: work on "
-             f"(T_q, block_size) tiles only")
+        fail(f"{what}: peak memory {peak / MIB:.1f} MiB, more than {limit_mib:g} MiB "
+             f"(measured {_how_text(how)}); a {T} x {T} float64 array alone takes "
+             f"{T * T * 8 / MIB:g} MiB: work on (T_q, block_size) tiles only")
+
+
+def _how_text(how: str) -> str:
+    if how.startswith("cgroup"):
+        return (f"by the grader, {how}: everything your solution cells and the call made "
+                "resident, in any process or mapping")
+    return how
+
+
+def _peak_in_probe(tiled: Remote, is_causal: bool, T: int, d: int, block_size: int,
+                   seed: int, rows: list[int], what: str) -> tuple[np.ndarray, int, str]:
+    """(the requested rows of the output, the peak in bytes, how it was measured) of the
+    learner's function run in the grader's probe (:mod:`autograder.peak_probe`)."""
+    from autograder import peak_probe
+
+    session = tiled._session
+    name = tiled.bound_as or tiled.__name__
+    fresh = ("this test runs your function in a fresh Python that has run the notebook's "
+             "setup cells and your solution cells only: define what it uses in its own cell")
+    measured = peak_probe.measure_call(
+        peak_probe.setup_cells(ASSIGNMENT), peak_probe.solution_cells(session.notebook),
+        name, [(T, d)] * 3, {"block_size": block_size, "is_causal": is_causal}, seed=seed,
+        rows=rows, warmup=WARMUP, timeout=float(session.timeout or 60))
+    if measured.error:
+        fail(f"{what}: {measured.error}")
+    if measured.missing:
+        fail(f"{what}: your solution cells define no {name} ({fresh})")
+    if measured.raised is not None:
+        raised = measured.raised
+        if "NotImplementedError" in raised["kinds"]:
+            fail(f"{what}: not implemented yet (the stub raises NotImplementedError)")
+        note = f" ({fresh})" if "NameError" in raised["kinds"] else ""
+        fail(f"{what}: raised {raised['type']}: {raised['message']}{note}")
+    value = measured.value
+    if not value.get("ndarray"):
+        fail(f"{what}: should return a numpy.ndarray, got {value.get('type')}")
+    if value.get("shape") != (T, d):
+        fail(f"{what}: output shape should be {(T, d)}, got {value.get('shape')}")
+    if value.get("dtype") != "float64":
+        fail(f"{what}: float64 inputs should give a float64 output, got {value.get('dtype')}")
+    if measured.peak is None or "rows" not in value:
+        fail(f"{what}: the probe measured nothing ({measured.how})")
+    return value["rows"], measured.peak, measured.how
 
 
 def rejects_bad_input(tiled: Callable) -> None:
