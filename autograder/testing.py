@@ -192,6 +192,28 @@ def expect_value_error(fn: Callable, args: tuple, what: str,
     fail(f"{what}: should raise ValueError, but returned a result")
 
 
+def traced_peak(fn: Callable, *args, **kwargs) -> tuple[Any, int]:
+    """``(fn(*args, **kwargs), the peak bytes tracemalloc traced during the call)``: the
+    visible memory tests' self-check, in the learner's own kernel (NumPy's allocations).
+
+    A learner's function that the trusted checker calls in the kernel
+    (:class:`autograder.checker.Remote`) does not allocate in the checker's process, so
+    there is nothing here to trace: its peak is given as 0 and the hidden test measures
+    the call from outside (:mod:`autograder.peak_probe`)."""
+    import tracemalloc
+
+    if type(fn).__module__ == "autograder.checker":
+        return fn(*args, **kwargs), 0
+    if tracemalloc.is_tracing():
+        raise RuntimeError("tracemalloc is already tracing; measure one call at a time")
+    tracemalloc.start()
+    try:
+        result = fn(*args, **kwargs)
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def check_answer(answer: Any, expected: Any, question: str) -> None:
     """Check a knowledge-check answer.
 
