@@ -85,10 +85,14 @@ def _run(tmp_path_factory, A):
             for k, v in places.items():
                 src = src.replace(k, v)
             cells[gid] = src
-        extra = {g: cells.pop(g) for g in list(cells) if g.startswith(("+", "!"))}
+        extra = {g: cells.pop(g) for g in list(cells) if g.startswith(("+", "!", "-"))}
         nb = filled_notebook(A, cells)
         for gid, src in extra.items():  # "+id": a new grade cell; "!id": a cell made graded
-            if gid.startswith("+"):
+            if gid.startswith("-"):  # "-id": a learner's own cell (no metadata) before id
+                at = [i for i, c in enumerate(nb.cells)
+                      if c.metadata.get("nbgrader", {}).get("grade_id") == gid[1:]]
+                nb.cells.insert(at[0], nbformat.v4.new_code_cell(src))
+            elif gid.startswith("+"):
                 cell = nbformat.v4.new_code_cell(src)
                 cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True,
                                              "points": 50, "grade_id": gid[1:],

@@ -1,6 +1,8 @@
 """Cheat (memory rule): plain dense attention computed in a forked child process started
-through multiprocessing (not a direct os.fork, so not reported); the parent's memory stays
-flat (review 2). The measure adds the resident memory of the sandbox's other processes.
+through multiprocessing, which exits before the call returns; the parent's memory stays
+flat (review 2). Since issue 23 the peak is the high-water mark of the grader's probe's
+memory cgroup, which holds every process the probe starts: the child's pages count,
+however soon it exits.
 
 status: graded
 fails: test_peak_memory, test_peak_memory_causal

@@ -1,6 +1,7 @@
 """Cheat (memory rule): dense attention whose T x T score matrix is a np.memmap of a file in
-the working folder, kept mapped after the call (RssFile, not counted before review 2;
-every resident page counts now).
+the working folder, kept mapped after the call (RssFile, not counted before review 2).
+Since issue 23 the call runs in the grader's probe, whose working folder is a tmpfs: the
+file's pages are charged to the probe's memory cgroup and count.
 
 status: graded
 fails: test_peak_memory, test_peak_memory_causal

@@ -1,6 +1,7 @@
 """Cheat (memory rule): dense attention whose T x T score matrix lives in a shared anonymous
 mapping kept mapped after the call (mmap.mmap(-1, n): RssShmem, not RssAnon; not traced by
-tracemalloc; every resident page counts since review 2).
+tracemalloc). Since issue 23 shared memory is charged to the grader's probe's memory
+cgroup like any page: it counts.
 
 status: graded
 fails: test_peak_memory, test_peak_memory_causal

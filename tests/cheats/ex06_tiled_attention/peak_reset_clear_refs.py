@@ -1,9 +1,11 @@
 """Cheat (memory, variant): the dense T x T scores, then a reset of the high-water mark
-(``/proc/self/clear_refs``) and of tracemalloc's peak, no ctypes: opening clear_refs during
-a check is reported (and the RSS sampled during the call sees the dense matrix).
+(``/proc/self/clear_refs``) and of tracemalloc's peak, no ctypes. Since issue 23 the peak
+is the grader's probe's memory cgroup's high-water mark, which neither resets (the probe
+cannot see /sys/fs/cgroup): the dense scores count and the peak tests fail; the kernel has
+no guard, so the reset is no tampering, and every other test passes (the values are right).
 
-status: tampering
-fails: test_any_block_size, test_bad_input, test_causal, test_causal_rectangular, test_kc1, test_kc2, test_kc3, test_kc4, test_matches_dense, test_no_keys_zero_output, test_peak_memory, test_peak_memory_causal, test_rectangular, test_stable_large_scores
+status: graded
+fails: test_peak_memory, test_peak_memory_causal
 """
 # %% tiled_attention
 

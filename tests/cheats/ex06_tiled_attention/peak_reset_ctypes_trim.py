@@ -1,9 +1,12 @@
 """Cheat (memory): the dense T x T scores, then at the end of each call ``malloc_trim``
 through ctypes, a reset of the high-water mark (``/proc/self/clear_refs``) and of
-tracemalloc's peak (review 1, hole 5). The ctypes call is reported at once.
+tracemalloc's peak (review 1, hole 5). Since issue 23 the peak is the grader's probe's
+memory cgroup's high-water mark: memory handed back after the peak and a reset of the
+process's own counters lower nothing; the peak tests fail. The kernel has no guard (ctypes
+is no tampering there) and the values are right: every other test passes.
 
-status: tampering
-fails: test_any_block_size, test_bad_input, test_causal, test_causal_rectangular, test_kc1, test_kc2, test_kc3, test_kc4, test_matches_dense, test_no_keys_zero_output, test_peak_memory, test_peak_memory_causal, test_rectangular, test_stable_large_scores, test_worked_example
+status: graded
+fails: test_peak_memory, test_peak_memory_causal
 """
 # %% tiled_attention
 import ctypes

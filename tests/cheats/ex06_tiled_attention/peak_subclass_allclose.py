@@ -1,6 +1,7 @@
 """Cheat (comparison): zeros (no memory) returned as an ndarray subclass whose
 __array_ufunc__ answers 'equal' to np.allclose in the peak-memory checks (review 2). The
-checks compare plain arrays (np.asarray; ex05: values read with __torch_function__ off).
+checks compare plain arrays: the kernel's client and the grader's probe send the array's
+data only (issue 23), never the learner's object.
 
 status: graded
 fails: test_worked_example, test_matches_dense, test_any_block_size, test_rectangular, test_causal, test_causal_rectangular, test_stable_large_scores, test_peak_memory, test_peak_memory_causal
