@@ -239,6 +239,9 @@ def test_the_forbid_build_refuses_unsafe_even_under_an_inner_allow():
         '    let _note = "unsafe { std::process::exit(1) }";\n'
         "    Ok(row.to_vec())") + [S("cell_c.rs", '\nextern "C" { fn abs(x: i32) -> i32; }\n')])
     assert (fine.error, fine.forbid_error) == (None, None)
+    # The check build alone (the kernel's own functions) says the same.
+    assert rust_build.forbid_problem(fine.sources) is None
+    assert rust_build.forbid_problem(built.sources) == built.forbid_error
 
 
 def test_a_symbol_outside_the_standard_library_does_not_link():
