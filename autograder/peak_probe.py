@@ -147,7 +147,8 @@ else:
             value["shape"] = [int(n) for n in plain.shape][:32]
             value["dtype"] = str(plain.dtype)[:100]
             rows = request["rows"]
-            if plain.dtype == np.float64 and plain.ndim == 2 and plain.shape[0] > max(rows):
+            if rows and plain.dtype == np.float64 and plain.ndim == 2 and \
+                    plain.shape[0] > max(rows):
                 data = np.ascontiguousarray(plain[rows]).tobytes()
         value["nbytes"] = len(data)
         reply["value"] = value
@@ -395,11 +396,33 @@ class Cgroups:
         self.made = []
 
 
+def _remove_stale(parent: Path) -> None:
+    """Remove the probe cgroups a grading process that is gone left behind (it was killed
+    while measuring: its probe died with it, the empty folders stayed)."""
+    for top in parent.glob("autograder-peak-*-*"):
+        try:
+            pid = int(top.name.split("-")[2])
+            os.kill(pid, 0)
+            continue  # its process still runs: its cgroups are in use
+        except (ValueError, IndexError):
+            continue
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        for path in (top / "call", top / "setup", top):
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+
+
 @functools.lru_cache(maxsize=None)
 def _hierarchy() -> tuple[_Hierarchy | None, str]:
     found, why = _find_hierarchy()
     if found is None:
         return None, why
+    _remove_stale(found.parent)
     try:  # made and removed once: the checks can rely on it
         Cgroups(found).close()
     except OSError as exc:
@@ -626,7 +649,7 @@ def _answer(out: bytearray, rows: list[int], measured: Measured) -> None:
         if type(estimate) is not dict or type(estimate.get("peak")) is not int:
             raise _Broken("a malformed estimate")
         measured.peak = estimate["peak"]
-        measured.how += f" ({str(estimate.get('how'))[:40]})"
+        measured.how += f", by {str(estimate.get('how'))[:40]}"
 
 
 _WARNED: list[str] = []
@@ -654,7 +677,7 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
     if groups is not None:
         how = f"cgroup v{found.version}" + ("" if boxed else ", not sandboxed")
     else:
-        how = f"in-process estimate (no memory cgroup: {why})"
+        how = f"an in-process estimate (no memory cgroup: {why})"
         if not _WARNED:
             _WARNED.append(why)
             logging.getLogger(__name__).warning(

@@ -151,6 +151,27 @@ def test_shared_and_file_memory_counts(kind):
 
 
 @needs_cgroup
+def test_kernel_buffers_count():
+    """Bytes written into socket buffers (the kernel's memory, no page of the process's
+    own) are charged to the probe's cgroup too: 64 MiB over as many socket pairs as the
+    machine's buffer limit needs."""
+    cell = ("import socket\nimport numpy as np\n_KEEP = []\n"
+            "def f(Q, K, V):\n    sent = 0\n"
+            "    while sent < 64 * 2**20 and len(_KEEP) < 900:\n"
+            "        a, b = socket.socketpair()\n"
+            "        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)\n"
+            "        a.setblocking(False)\n"
+            "        try:\n            while True:\n                sent += a.send(b'1' * 65536)\n"
+            "        except BlockingIOError:\n            pass\n"
+            "        _KEEP.append((a, b))\n"
+            "    return np.array([[float(sent)]])\n")
+    m = _ok(_measure([cell], "f", shapes=[(8, 4)] * 3))
+    sent = m.value["rows"][0, 0]
+    assert sent >= 32 * MIB, sent
+    assert m.peak >= sent, (m.peak / MIB, sent / MIB)
+
+
+@needs_cgroup
 def test_resets_and_trims_inside_lower_nothing():
     """128 MiB touched, freed and handed back (malloc_trim), then the process's own
     high-water mark and tracemalloc's peak reset: the cgroup's mark stays."""
@@ -229,7 +250,8 @@ def test_without_a_cgroup_the_probe_estimates_inside_itself(monkeypatch):
     cell = ("import numpy as np\n"
             "def f(Q, K, V):\n    a = np.ones(64 * 2**20 // 8)\n    return Q + a[0]\n")
     m = _ok(_measure([cell], "f", shapes=[(8, 4)] * 3))
-    assert m.how.startswith("in-process estimate (no memory cgroup: none for this test)")
+    assert m.how.startswith("an in-process estimate (no memory cgroup: none for this test)")
+    assert m.how.endswith(", by process")
     assert m.peak >= 60 * MIB
 
 

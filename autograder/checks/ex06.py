@@ -244,7 +244,7 @@ def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,
         got, peak, how = _call(peak_call_memory, tiled, Q, K, V, block_size=block_size,
                                is_causal=is_causal, what=what)
         _check_output(got, (T, d), what)
-        how = f"in this process ({how})"
+        how = f"in this process, by {how}"
         # a plain array: an ndarray subclass's operators compare nothing
         got_rows = np.asarray(got).view(np.ndarray)[rows]
     S = Q[rows] @ K.T / np.sqrt(d)
@@ -265,7 +265,7 @@ def _how_text(how: str) -> str:
     if how.startswith("cgroup"):
         return (f"by the grader, {how}: everything your solution cells and the call made "
                 "resident, in any process or mapping")
-    return how
+    return f"as {how}" if how.startswith("an ") else how
 
 
 def _peak_in_probe(tiled: Remote, is_causal: bool, T: int, d: int, block_size: int,
