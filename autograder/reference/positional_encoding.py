@@ -7,7 +7,9 @@ The reference for ``ex04_positional_encoding``. Vaswani et al. (2017), section 3
 
 so channels (2i, 2i + 1) hold the point (sin, cos) of angle pos * w_i on the unit circle.
 Moving k positions turns every such point by the angle k * w_i, whatever pos is: that is
-the block-diagonal rotation :func:`relative_shift_matrix`, with PE(pos + k) = M_k PE(pos).
+the block-diagonal rotation :func:`relative_shift_matrix`, with PE[pos + k] = M_k @ PE[pos]
+for the one-dimensional array PE[pos] (for the row PE(pos) of chapter 4, which writes the
+offset as Delta: PE(pos + Delta) = PE(pos) M_Delta^T).
 :func:`apply_rotary` is the descendant of this idea, rotary position embedding (RoPE,
 Su et al. 2021), which rotates queries and keys instead of adding a vector to the input.
 """
@@ -90,6 +92,9 @@ def rotation_blocks(angles: np.ndarray) -> np.ndarray:
 def relative_shift_matrix(k: int, d_model: int, base: float = 10000.0) -> np.ndarray:
     """The matrix M_k with PE[pos + k] = M_k @ PE[pos] for every position pos.
 
+    (``PE[pos]`` is a one-dimensional array, so this is ``PE[pos] @ M_k.T``: chapter 4's
+    PE(pos + Delta) = PE(pos) M_Delta^T, with the offset k written Delta.)
+
     M_k is block diagonal: block i (rows and columns 2i, 2i + 1) is the rotation
     [[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]]. It depends on the offset k and
     not on pos; M_{-k} = M_k^T = M_k^{-1}.
@@ -117,10 +122,11 @@ def relative_shift_matrix(k: int, d_model: int, base: float = 10000.0) -> np.nda
 def apply_rotary(x: np.ndarray, positions: np.ndarray, base: float = 10000.0) -> np.ndarray:
     """Rotary position embedding (RoPE, Su et al. 2021) of vectors x at the given positions.
 
-    Channels (2i, 2i + 1) of the vector at position m are rotated by the angle m * w_i,
-    w_i = base^(-2i / d), as the point (x_{2i}, x_{2i+1}) of the plane:
-    (a, b) -> (a cos - b sin, a sin + b cos). Then R(m) q . R(n) k = q . R(n - m) k
-    depends on the positions only through the offset n - m.
+    Channels (2i, 2i + 1) of the vector at position t are rotated by the angle t * w_i,
+    w_i = base^(-2i / d), as the point (x_{2i}, x_{2i+1}) of the plane, counter-clockwise:
+    (a, b) -> (a cos - b sin, a sin + b cos). For rows q and k (chapter 4), with R_t the
+    rotation at position t acting on the right, (q R_t) . (k R_t') = q . (k R_{t' - t}):
+    the score depends on the positions only through the offset t' - t.
 
     Args:
         x: float array of shape (..., T, d) with d even.

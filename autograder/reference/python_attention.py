@@ -23,7 +23,9 @@ def softmax(row: list[float]) -> list[float]:
         row: a non-empty list of real numbers (int or float), length T.
 
     Returns:
-        A new list of T Python floats in (0, 1] that sum to 1.
+        A new list of T Python floats in [0, 1] that sum to 1. In exact arithmetic every
+        weight is positive; in floating point a weight far below the largest underflows to
+        0.0 (softmax([-745, 710]) is [0.0, 1.0]).
 
     Raises:
         ValueError: if ``row`` is empty or holds a value that is not a finite number.
