@@ -116,7 +116,7 @@ def _build(book: Path, env: dict) -> tuple[int, str]:
 def test_changed_module_reexecutes_its_chapters_only(tmp_path):
     """Case 004: on a warm cache, a reference module edited so that softmax weights sum to
     1/2 fails the build (chapter 1, which imports it, checks that the soft lookup with
-    beta = 0 returns the mean of the values; chapter 2, the case's own example, pulls in the
+    kappa = 0 returns the mean of the values; chapter 2, the case's own example, pulls in the
     Rust toolchain, so chapter 1 keeps this test light); reverted, the book builds again
     from the cache, and chapter 3, which does not import that module, is never re-read."""
     from test_chapter_claims import mini_book
