@@ -52,7 +52,8 @@ class Remote:
     """A function or class of the learner's, called in the kernel through :class:`Session`.
 
     Only plain data goes in and comes out; ``__name__`` is the function's own name,
-    ``bound_as`` the name of the learner's namespace it was found under."""
+    ``bound_as`` the name of the learner's namespace it was found under, ``kind`` its
+    type's name (as the kernel reported it)."""
 
     def __init__(self, session: Session, node: dict):
         self._session, self._id = session, node.get("id")
@@ -68,8 +69,232 @@ class Remote:
         result, self.changed_inputs = self._session.call(self._id, args, kwargs)
         return result
 
+    def call(self, args: tuple = (), kwargs: dict | None = None, *, seed: int | None = None):
+        """``self(*args, **kwargs)``, with ``torch.manual_seed(seed)`` run in the kernel
+        first when ``seed`` is given (a module built from a known random state)."""
+        self.changed_inputs = []
+        result, self.changed_inputs = self._session.call(self._id, args, kwargs or {},
+                                                         seed=seed)
+        return result
+
     def __repr__(self) -> str:
         return f"<the learner's {self.kind} {self.__name__}>"
+
+
+class RemoteModule(Remote):
+    """A torch module of the learner's (an instance in the kernel), driven by command.
+
+    It answers what tests ask of an ``nn.Module`` with plain data from the kernel:
+    calling it (``module(x)``: torch's ``__call__``, hooks and ``forward``), ``forward``,
+    ``train``/``eval``, ``to``/``float``/``double``, attributes (a submodule or a held tensor
+    comes back as a proxy, a number as data), ``parameters``/``named_parameters``/
+    ``buffers``/``state_dict`` (copies of the tensors), ``load_state_dict`` (the checker's
+    tensors loaded by ``nn.Module.load_state_dict``), ``describe_modules`` (what each
+    submodule is, :func:`autograder.kernel_client.describe_modules`), indexing and ``len``
+    (a ModuleList), and ``register_forward_pre_hook``/``register_forward_hook``: the kernel
+    records the submodule's inputs (outputs) and the checker's hook is called with copies
+    of them after the call (it observes; what it returns is not sent back). ``isinstance``
+    sees the torch class the kernel named (:attr:`torch_class`): an ``nn.Linear`` of the
+    learner's is one here, a learner's own class a subclass of ``nn.Module`` of its name.
+    """
+
+    def __init__(self, session: Session, node: dict):
+        super().__init__(session, node)
+        self.torch_class = str(node.get("torch_class") or "")[:300]
+
+    @property
+    def __class__(self):  # noqa: D105 - what isinstance() reads after type()
+        return _stand_in_class(self.kind, self.torch_class)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._session.command("attr", self._id, name=name)
+
+    def __bool__(self) -> bool:
+        return True
+
+    def _method(self, name: str, *args, **kwargs):
+        return self._session.call(self._id, args, kwargs, method=name)[0]
+
+    def forward(self, *args, **kwargs):
+        return self._method("forward", *args, **kwargs)
+
+    def train(self, mode: bool = True) -> RemoteModule:
+        self._session.command("train", self._id, mode=bool(mode))
+        return self
+
+    def eval(self) -> RemoteModule:
+        return self.train(False)
+
+    def to(self, *args, **kwargs) -> RemoteModule:
+        self._method("to", *args, **kwargs)
+        return self
+
+    def float(self) -> RemoteModule:
+        return self.to(_torch().float32)
+
+    def double(self) -> RemoteModule:
+        return self.to(_torch().float64)
+
+    def cpu(self) -> RemoteModule:
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> RemoteModule:
+        return self.to("cuda" if device is None else device)
+
+    def requires_grad_(self, requires_grad: bool = True) -> RemoteModule:
+        self._method("requires_grad_", requires_grad)
+        return self
+
+    def named_parameters(self) -> list:
+        return [tuple(p) for p in self._session.command("parameters", self._id)]
+
+    def parameters(self) -> list:
+        return [t for _, t in self.named_parameters()]
+
+    def named_buffers(self) -> list:
+        return [tuple(p) for p in self._session.command("parameters", self._id, buffers=True)]
+
+    def buffers(self) -> list:
+        return [t for _, t in self.named_buffers()]
+
+    def parameter_shapes(self) -> list[tuple[str, str, tuple]]:
+        """(name, dtype name, shape) of every parameter, without their values."""
+        return [(n, d, tuple(s)) for n, d, s in self._session.command(
+            "parameters", self._id, values=False)]
+
+    def state_dict(self) -> dict:
+        return self._session.command("state_dict", self._id)
+
+    def load_state_dict(self, state_dict, strict: bool = True):
+        """``nn.Module.load_state_dict`` in the kernel with the checker's tensors: torch's
+        ``_IncompatibleKeys`` (missing, unexpected), or the error it raised."""
+        from torch.nn.modules.module import _IncompatibleKeys
+
+        keys = self._session.command("load", self._id, args=(dict(state_dict),),
+                                     strict=bool(strict))
+        return _IncompatibleKeys([str(k) for k in keys["missing"]],
+                                 [str(k) for k in keys["unexpected"]])
+
+    def describe_modules(self) -> list[tuple[str, dict]]:
+        return [(str(n), dict(f)) for n, f in self._session.command("modules", self._id)]
+
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False):
+        return self._session.capture(self, hook, "pre", with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False):
+        return self._session.capture(self, hook, "post", with_kwargs)
+
+    def __getitem__(self, index):
+        return self._method("__getitem__", index)
+
+    def __len__(self) -> int:
+        n = self._method("__len__")
+        if type(n) is not int or n < 0:
+            raise TypeError(f"len() of the learner's {self.kind} is not a count")
+        return n
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"<the learner's module {self.kind}>"
+
+
+_STAND_INS: dict = {}
+
+
+def _torch():
+    import sys
+
+    return sys.modules.get("torch")
+
+
+def _stand_in_class(kind: str, torch_class: str):
+    """The class ``isinstance`` sees for a learner's module: the torch class the kernel
+    named when the module is one of torch's own, else a subclass of it (``nn.Module`` when
+    the kernel named none) with the learner's type name. Only classes already imported here
+    count; nothing is imported by name."""
+    import sys
+
+    from torch import nn
+
+    mod, _, qualname = torch_class.rpartition(".")
+    base = getattr(sys.modules.get(mod), qualname, None) if mod.startswith("torch.") else None
+    if not (isinstance(base, type) and issubclass(base, nn.Module)):
+        base = nn.Module
+    if base.__name__ == kind:
+        return base
+    key = (kind, base)
+    if key not in _STAND_INS:
+        name = re.sub(r"\W", "", kind)[:80] or "Module"
+        _STAND_INS[key] = type(name if not name[0].isdigit() else "_" + name, (base,),
+                               {"__module__": "learner"})
+    return _STAND_INS[key]
+
+
+# In-place tensor methods a check may call on a tensor a learner's module holds: made in
+# the kernel by command, and the checker's copy set to what the kernel then holds.
+IN_PLACE = ("zero_", "copy_", "fill_", "add_", "sub_", "mul_", "div_", "clamp_",
+            "normal_", "uniform_")
+_REMOTE_TENSOR: list = []
+
+
+def remote_tensor_class():
+    """:class:`RemoteTensor`, made when a tensor first crosses as a handle (torch is
+    imported only by checks that use it)."""
+    if _REMOTE_TENSOR:
+        return _REMOTE_TENSOR[0]
+    import torch
+
+    class RemoteTensor(torch.Tensor):
+        """A tensor a learner's module holds (a parameter, a buffer): a plain copy of its
+        data as it crossed, which torch functions see as a plain tensor; the in-place
+        methods of :data:`IN_PLACE` act on the kernel's tensor by command, and the copy
+        becomes what the kernel then holds."""
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **(kwargs or {}))
+
+        def __repr__(self) -> str:
+            with torch._C.DisableTorchFunctionSubclass():
+                return "the learner's " + torch.Tensor.__repr__(self)
+
+    def in_place(name):
+        def method(self, *args, **kwargs):
+            session, number = self._remote
+            now = session.call(number, args, kwargs, method=name)[0]
+            with torch._C.DisableTorchFunctionSubclass():
+                if not isinstance(now, torch.Tensor) or torch.Tensor.size(now) != \
+                        torch.Tensor.size(self):
+                    raise TypeError(f"the learner's tensor after {name}() is not a tensor "
+                                    "of its shape")
+                torch.Tensor.copy_(self, now)
+            return self
+        method.__name__ = name
+        return method
+
+    for name in IN_PLACE:
+        setattr(RemoteTensor, name, in_place(name))
+    _REMOTE_TENSOR.append(RemoteTensor)
+    return RemoteTensor
+
+
+class _Capture:
+    """What :meth:`RemoteModule.register_forward_pre_hook` returns: ``remove()`` it."""
+
+    def __init__(self, session: Session, number: int):
+        self._session, self.number = session, number
+
+    def remove(self) -> None:
+        if self._session.hooks.pop(self.number, None) is not None:
+            self._session.command("uncapture", None, capture=self.number)
 
 
 def _learner_exception(info: Any) -> BaseException:
@@ -109,6 +334,8 @@ class Session:
         self.n = 0
         self.line: _Line | None = None  # the kernel's line while a test runs
         self.km = None  # the kernel's manager (its sandbox), when the grader set it
+        # The checker's hooks on learner modules: capture number -> (hook, module, kwargs?)
+        self.hooks: dict[int, tuple] = {}
         self.on_close: list[Callable[[], None]] = []  # run by close() (built programs' ends)
 
     def serving(self, test: Callable[[], Any], visible: str = "") -> Any:
@@ -175,13 +402,96 @@ class Session:
             raise _learner_exception(reply["raised"])
         if "value" not in reply:
             raise ProtocolError(f"the kernel's reply says {str(reply.get('error'))[:200]!r}")
+        return self._decode(reply["value"], rid_prefix)
+
+    def _decode(self, tree, rid_prefix: str):
+        arrays = wire.Arrays(self.folder, rid_prefix)
         try:
-            return wire.decode(reply["value"], wire.Arrays(self.folder, rid_prefix),
-                               handle=lambda node: Remote(self, node))
+            return wire.decode(tree, arrays, handle=lambda node: self._proxy(node, arrays))
         except wire.WireError as exc:
             raise ProtocolError(f"the kernel's reply to the checker: {exc}") from None
         except RecursionError:
             raise ProtocolError("the kernel's reply is nested too deeply") from None
+
+    def _proxy(self, node: dict, arrays: wire.Arrays):
+        """The checker's proxy for a handle node: a :class:`RemoteModule` for a module, a
+        :class:`RemoteTensor` (its data read from the message) for a tensor a module holds,
+        a :class:`Remote` otherwise."""
+        kind = node.get("kind")
+        if kind == "module":
+            return RemoteModule(self, node)
+        if kind == "tensor":
+            data = node.get("data")
+            if type(data) is not dict or data.get("t") != "tensor":
+                return wire.decode(data, arrays)  # a tensor that could not cross: its name
+            number = node.get("id")
+            if type(number) is not int:
+                raise ProtocolError("a handle without a number")
+            tensor = wire.decode_tensor(data, arrays)
+            out = remote_tensor_class()._make_subclass(remote_tensor_class(), tensor, False)
+            out._remote = (self, number)
+            return out
+        return Remote(self, node)
+
+    def _modes(self) -> dict:
+        """The checker's torch mode that the learner's code runs under: autograd on or
+        off (``with torch.no_grad():`` around a call reaches the kernel)."""
+        torch = _torch()
+        return {} if torch is None else {"grad": bool(torch.is_grad_enabled())}
+
+    def _captured(self, reply: dict) -> list:
+        """What the kernel's hooks saw during this request (decoded, not yet delivered)."""
+        if "captured" not in reply:
+            return []
+        seen = self._decode(reply["captured"], f"{self.rid}.out")
+        if type(seen) is not list or not all(
+                type(e) is list and len(e) in (3, 4) and type(e[0]) is int and
+                type(e[1]) is tuple and type(e[2]) is dict for e in seen):
+            raise ProtocolError("a malformed report of what a hook saw")
+        return seen
+
+    def _deliver(self, seen: list) -> None:
+        """Call the checker's hooks with what the kernel's hooks saw, in order."""
+        for entry in seen:
+            hook = self.hooks.get(entry[0])
+            if hook is None:
+                continue
+            fn, module, with_kwargs = hook
+            args, kwargs = entry[1], entry[2]
+            if len(entry) == 3:
+                fn(module, args, kwargs) if with_kwargs else fn(module, args)
+            else:
+                fn(module, args, kwargs, entry[3]) if with_kwargs else fn(module, args,
+                                                                          entry[3])
+
+    def command(self, op: str, handle: int | None, *, args: tuple = (), kwargs=None,
+                **fields) -> Any:
+        """One of the kernel client's commands on handle ``handle`` (see
+        :func:`autograder.kernel_client.serve`): its value as plain data (or proxies), or
+        the exception it raised, as a stand-in."""
+        reply = self._request(lambda rid: self._args(rid, args, kwargs or {}, op, handle=handle,
+                                                     **self._modes(), **fields))
+        try:
+            seen = self._captured(reply)
+            try:
+                value = self._value(reply, f"{self.rid}.out")
+            except BaseException:
+                self._clean()
+                self._deliver(seen)
+                raise
+        finally:
+            self._clean()
+        self._deliver(seen)
+        return value
+
+    def capture(self, module: RemoteModule, hook, when: str, with_kwargs: bool) -> _Capture:
+        """Watch ``module``'s inputs (``when`` ``pre``) or outputs (``post``) in the
+        kernel: ``hook`` is called here with copies of them after each call that ran it."""
+        number = self.command("capture", module._id, when=when)
+        if type(number) is not int:
+            raise ProtocolError("a capture without a number")
+        self.hooks[number] = (hook, module, bool(with_kwargs))
+        return _Capture(self, number)
 
     def resolve(self, name: str):
         """The learner's ``name``: plain data as a value, a function or class as a
@@ -199,16 +509,31 @@ class Session:
         return {"op": op, "args": wire.encode(tuple(args), arrays),
                 "kwargs": wire.encode(dict(kwargs), arrays), **extra}
 
-    def call(self, handle: int, args, kwargs) -> tuple[Any, list[int]]:
-        """The learner's function ``handle`` called with ``args``: (its result, the
-        positions of the list and array arguments the call changed in the kernel), or the
-        exception it raised (as a stand-in of the same kind and message). The checker's own
-        arguments never change: what a check expects is computed from the inputs it sent."""
-        reply = self._request(lambda rid: self._args(rid, args, kwargs, "call", handle=handle))
+    def call(self, handle: int, args, kwargs, *, method: str | None = None,
+             seed: int | None = None) -> tuple[Any, list[int]]:
+        """The learner's function ``handle`` (or its ``method``) called with ``args``: (its
+        result, the positions of the list, array and tensor arguments the call changed in
+        the kernel), or the exception it raised (as a stand-in of the same kind and
+        message). The checker's own arguments never change: what a check expects is
+        computed from the inputs it sent. ``seed``: ``torch.manual_seed(seed)`` in the
+        kernel before the call. Under the checker's autograd mode (:meth:`_modes`)."""
+        extra = {"handle": handle, **self._modes()}
+        if method is not None:
+            extra["method"] = method
+        if seed is not None:
+            extra["seed"] = int(seed)
+        reply = self._request(lambda rid: self._args(rid, args, kwargs, "call", **extra))
         try:
-            result = self._value(reply, f"{self.rid}.out")
+            seen = self._captured(reply)
+            try:
+                result = self._value(reply, f"{self.rid}.out")
+            except BaseException:
+                self._clean()
+                self._deliver(seen)
+                raise
         finally:
             self._clean()
+        self._deliver(seen)
         changed = reply.get("changed")
         if type(changed) is not list or not all(type(i) is int for i in changed):
             raise ProtocolError("a malformed report of changed arguments")
@@ -335,6 +660,24 @@ class _Line:
                 pass
 
 
+class SetupNamespace(dict):
+    """The setup cells' names, run here: a function they define (ex05's ``make_pair``)
+    finds a learner's name (the class it builds) in the kernel when a test calls it, each
+    time anew; outside a test, as before the learner's cells ran, there is none."""
+
+    session: Session | None = None
+
+    def __missing__(self, name: str):
+        session = self.session
+        if name.startswith("__") or hasattr(builtins, name) or session is None or \
+                session.line is None:
+            raise KeyError(name)
+        value = session.resolve(name)
+        if isinstance(value, Remote):
+            value.bound_as = name
+        return value
+
+
 class LearnerNamespace(dict):
     """The checker's namespace for one test cell: the setup cells' names (run here, from
     the source notebook), and each other name looked up in the learner's kernel when the
@@ -343,6 +686,8 @@ class LearnerNamespace(dict):
     def __init__(self, session: Session, base: dict):
         super().__init__(base)
         self._session = session
+        if isinstance(base, SetupNamespace):
+            base.session = session
 
     def __missing__(self, name: str):
         if name.startswith("__") or hasattr(builtins, name):
@@ -374,7 +719,7 @@ def built_functions(assignment: str, session: Session) -> dict:
 
 def setup_namespace(sources: list[str]) -> dict:
     """The names of the notebook's setup cells (locked instructor code), run here."""
-    ns: dict = {"__name__": "__main__"}
+    ns: dict = SetupNamespace({"__name__": "__main__"})
     for source in sources:
         code = "\n".join(ln for ln in source.splitlines()
                          if not ln.lstrip().startswith(("%", "!")))

@@ -9,6 +9,15 @@ trust the header's shape). A value that is not plain data crosses as its type's 
 (:class:`Opaque`), so the receiver can say "should be a list, got Foo" without ever holding
 the sender's object.
 
+A torch tensor crosses as a tagged node: its data as an array (float16 stays float16;
+bfloat16, which NumPy lacks, as float32 data that must be exactly representable), its
+dtype's name, its device (``cpu`` or ``cuda:N``) and whether it requires grad. The sender
+reads dtype, shape, device and data through torch's own base class, never through a
+subclass's properties; the receiver builds a plain tensor of the tagged dtype from the
+checked array and puts it on the tagged device (:class:`WireError` when it has no such
+device). ``torch.dtype`` and ``torch.device`` values cross by name. torch is imported only
+when a tensor, a dtype or a device is actually in a message.
+
 Both sides import this module: the kernel's client (:mod:`autograder.kernel_client`) to
 send a learner's results, the checker (:mod:`autograder.checker`) to send inputs and to
 read results. Nothing here is secret.
@@ -33,6 +42,11 @@ MAX_ITEMS = 1_000_000  # list, tuple and dict entries in one message
 MAX_STR = 100_000
 MAX_INT_DIGITS = 4000
 ARRAY_KINDS = "biufc"  # bool, int, uint, float, complex: no object, string or void dtypes
+# torch dtypes that cross, by name (torch.float32 -> "float32"): each has a NumPy dtype of
+# the same name, except bfloat16 (float32 data).
+TENSOR_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+                 "float32", "float64", "complex64", "complex128")
+MAX_CUDA_INDEX = 64
 
 
 class WireError(ValueError):
@@ -160,9 +174,11 @@ class Arrays:
         return array.copy()
 
 
-def encode(value: Any, arrays: Arrays, depth: int = 0) -> Any:
+def encode(value: Any, arrays: Arrays, depth: int = 0, handle=None) -> Any:
     """``value`` as a JSON-able tree (arrays into ``arrays``' files); what is not plain
-    data becomes ``{"t": "opaque", "type": NAME}``."""
+    data becomes ``{"t": "opaque", "type": NAME}``, unless ``handle(value)`` (the kernel's
+    client: its modules) returns a node for it. ``arrays`` None: a fingerprint (the data as
+    text, no file)."""
     if depth > MAX_DEPTH:
         return {"t": "opaque", "type": "too-deeply-nested"}
     kind = type(value)
@@ -176,9 +192,25 @@ def encode(value: Any, arrays: Arrays, depth: int = 0) -> Any:
     if kind is complex:
         return {"t": "complex", "v": [repr(value.real), repr(value.imag)]}
     if kind in (list, tuple):
-        return {"t": kind.__name__, "v": [encode(v, arrays, depth + 1) for v in value]}
+        return {"t": kind.__name__, "v": [encode(v, arrays, depth + 1, handle) for v in value]}
     if kind is dict and all(type(k) is str for k in value):
-        return {"t": "dict", "v": {k: encode(v, arrays, depth + 1) for k, v in value.items()}}
+        return {"t": "dict", "v": {k: encode(v, arrays, depth + 1, handle)
+                                   for k, v in value.items()}}
+    torch = _torch_if_loaded()
+    if torch is not None:
+        if isinstance(value, torch.Tensor):
+            node = handle(value) if handle is not None else None
+            return node if node is not None else encode_tensor(value, arrays)
+        if kind is torch.Size:
+            return {"t": "tuple", "v": [encode(int(v), arrays, depth + 1) for v in value]}
+        if kind is torch.dtype:
+            return {"t": "torch", "dtype": str(value).removeprefix("torch.")}
+        if kind is torch.device:
+            return {"t": "torch", "device": str(value)}
+    if handle is not None:
+        node = handle(value)
+        if node is not None:
+            return node
     np = _numpy_if_loaded()
     if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in ARRAY_KINDS:
         plain = value.view(np.ndarray)  # a subclass's properties (a lying dtype) are not read
@@ -199,13 +231,122 @@ def _numpy_if_loaded():
     return sys.modules.get("numpy")
 
 
+def _torch_if_loaded():
+    import sys
+
+    return sys.modules.get("torch")
+
+
+def tensor_facts(value) -> tuple[str, tuple, str, bool]:
+    """(dtype name, shape, device, requires_grad) of a tensor, read through torch's base
+    class: a subclass's ``dtype``, ``shape`` or ``device`` properties are not consulted."""
+    import torch
+
+    base = torch._C.TensorBase
+    return (str(base.dtype.__get__(value)).removeprefix("torch."),
+            tuple(int(n) for n in base.shape.__get__(value)), str(base.device.__get__(value)),
+            bool(base.requires_grad.__get__(value)))
+
+
+def encode_tensor(value, arrays: Arrays | None) -> dict:
+    """The tagged node of tensor ``value`` (see the module's docstring); a tensor that is
+    not plain strided data of a dtype in :data:`TENSOR_DTYPES` on the CPU or a CUDA device
+    (sparse, quantized, meta, float8) crosses as an opaque name that says so."""
+    import torch
+
+    try:
+        dtype, shape, device, requires_grad = tensor_facts(value)
+        layout = torch._C.TensorBase.layout.__get__(value)
+        if dtype not in TENSOR_DTYPES or layout is not torch.strided or not (
+                device == "cpu" or device.startswith("cuda")):
+            return {"t": "opaque", "type": f"Tensor[{dtype}, {device}, {layout}]"[:80]}
+        with torch._C.DisableTorchFunctionSubclass():
+            plain = torch.Tensor.detach(value).to("cpu")
+            if dtype == "bfloat16":
+                plain = plain.to(torch.float32)
+            data = plain.resolve_conj().resolve_neg().contiguous().numpy()
+    except Exception:  # noqa: BLE001 - a tensor of the learner's that cannot be read
+        return {"t": "opaque", "type": "unreadable-Tensor"}
+    if tuple(data.shape) != shape:
+        return {"t": "opaque", "type": "unreadable-Tensor"}
+    node = {"t": "tensor", "dtype": dtype, "device": device, "requires_grad": requires_grad}
+    if arrays is None:  # a fingerprint: the data itself, as text
+        node["v"] = [str(data.dtype), list(data.shape), data.tobytes().hex()]
+        return node
+    node["file"] = arrays.write(data)
+    return node
+
+
+def _device(name: Any, torch) -> Any:
+    """The torch.device of a tag (``cpu``, ``cuda``, ``cuda:N``) this process has."""
+    if type(name) is not str or len(name) > 20:
+        raise WireError(f"a device that is not a name: {str(name)[:40]!r}")
+    kind, _, index = name.partition(":")
+    if kind == "cpu" and not index:
+        return torch.device("cpu")
+    if kind != "cuda" or (index and not (index.isdigit() and int(index) < MAX_CUDA_INDEX)):
+        raise WireError(f"a tensor on device {name!r}, which is neither cpu nor cuda")
+    n = int(index or 0)
+    if not torch.cuda.is_available() or n >= torch.cuda.device_count():
+        raise WireError(f"a tensor on device {name!r}, which this process does not have "
+                        f"(it has {torch.cuda.device_count() if torch.cuda.is_available() else 0} "
+                        "CUDA devices)")
+    return torch.device("cuda", n)
+
+
+def decode_tensor(tree: dict, arrays: Arrays, keep_grad: bool = False):
+    """The plain tensor of a tagged node: the array checked (:meth:`Arrays.read`), its dtype
+    the tag's (bfloat16: float32 data exactly representable), on the tagged device; with
+    ``keep_grad``, requiring grad when the tag says so (a floating tensor only)."""
+    import torch
+
+    dtype = tree.get("dtype")
+    if dtype not in TENSOR_DTYPES:
+        raise WireError(f"a tensor of dtype {str(dtype)[:40]!r}, which does not cross")
+    device = _device(tree.get("device"), torch)
+    requires_grad = tree.get("requires_grad", False)
+    if type(requires_grad) is not bool:
+        raise WireError("a tensor whose requires_grad is not a bool")
+    data = arrays.read(tree.get("file"))
+    carried = "float32" if dtype == "bfloat16" else dtype
+    if str(data.dtype) != carried or data.dtype.byteorder not in "=|":
+        raise WireError(f"a {dtype} tensor whose array is {data.dtype}")
+    out = torch.from_numpy(data)
+    if dtype == "bfloat16":
+        exact = out.to(torch.bfloat16)
+        back = exact.to(torch.float32)
+        if not bool(((back == out) | (torch.isnan(back) & torch.isnan(out))).all()):
+            raise WireError("a bfloat16 tensor whose float32 data bfloat16 cannot hold")
+        out = exact
+    out = out.to(device)
+    if keep_grad and requires_grad:
+        if not (out.is_floating_point() or out.is_complex()):
+            raise WireError(f"a {dtype} tensor that requires grad")
+        out.requires_grad_(True)
+    return out
+
+
+def _torch_value(tree: dict):
+    """A ``torch.dtype`` or ``torch.device`` by name."""
+    import torch
+
+    if set(tree) == {"t", "dtype"} and tree["dtype"] in TENSOR_DTYPES:
+        return getattr(torch, tree["dtype"])
+    if set(tree) == {"t", "device"}:
+        return _device(tree["device"], torch)
+    raise WireError(f"a malformed torch node: {str(tree)[:80]!r}")
+
+
 _TAGS = {"plain", "int", "float", "complex", "list", "tuple", "dict", "ndarray", "npscalar",
-         "opaque", "handle"}
+         "opaque", "handle", "tensor", "torch"}
 
 
-def decode(tree: Any, arrays: Arrays, *, handle=None, depth: int = 0, count: list | None = None):
+def decode(tree: Any, arrays: Arrays, *, handle=None, depth: int = 0, count: list | None = None,
+           keep_grad: bool = False):
     """The value of a tree made by :func:`encode`, every node checked (:class:`WireError`).
-    ``handle(tree)`` turns a ``{"t": "handle", ...}`` node into the receiver's proxy."""
+    ``handle(tree)`` turns a ``{"t": "handle", ...}`` node into the receiver's proxy;
+    ``keep_grad``: tensors tagged so require grad (the kernel's inputs; the checker reads
+    data only)."""
     count = [0] if count is None else count
     count[0] += 1
     if depth > MAX_DEPTH or count[0] > MAX_ITEMS:
@@ -234,11 +375,17 @@ def decode(tree: Any, arrays: Arrays, *, handle=None, depth: int = 0, count: lis
         except ValueError:
             pass
     if t in ("list", "tuple") and type(v) is list:
-        items = [decode(x, arrays, handle=handle, depth=depth + 1, count=count) for x in v]
+        items = [decode(x, arrays, handle=handle, depth=depth + 1, count=count,
+                        keep_grad=keep_grad) for x in v]
         return items if t == "list" else tuple(items)
     if t == "dict" and type(v) is dict:
-        return {str(k)[:MAX_STR]: decode(x, arrays, handle=handle, depth=depth + 1, count=count)
+        return {str(k)[:MAX_STR]: decode(x, arrays, handle=handle, depth=depth + 1, count=count,
+                                         keep_grad=keep_grad)
                 for k, x in v.items()}
+    if t == "tensor":
+        return decode_tensor(tree, arrays, keep_grad)
+    if t == "torch":
+        return _torch_value(tree)
     if t == "ndarray":
         return arrays.read(tree.get("file"))
     if t == "npscalar":

@@ -185,3 +185,295 @@ def test_a_learner_exception_keeps_its_kind_and_message_not_its_power():
 def test_the_kernel_runs_a_test_without_its_hidden_part():
     source = '"""doc"""\nx = 1\n### BEGIN HIDDEN TESTS\nex01.check(x)\n### END HIDDEN TESTS\ny = 2'
     assert visible_part(source) == '"""doc"""\nx = 1\ny = 2'
+
+
+# --- torch tensors and modules (ex05, ex07) -------------------------------------------------
+
+torch = pytest.importorskip("torch")
+
+
+def _tensor_round_trip(value, tmp_path, keep_grad=False):
+    import tempfile
+
+    folder = tempfile.mkdtemp(dir=tmp_path)  # a message of its own
+    tree = wire.encode(value, wire.Arrays(folder, "m"))
+    return wire.decode(json.loads(json.dumps(tree)), wire.Arrays(folder, "m"),
+                       keep_grad=keep_grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64,
+                                   torch.bool, torch.int64, torch.uint8, torch.complex64])
+def test_a_tensor_crosses_with_its_dtype_shape_and_values(dtype, tmp_path):
+    gen = torch.Generator().manual_seed(0)
+    value = (torch.randn(3, 4, generator=gen) * 100).to(dtype)
+    got = _tensor_round_trip(value, tmp_path)
+    assert type(got) is torch.Tensor and got.dtype == dtype and got.shape == (3, 4)
+    assert got.device.type == "cpu" and torch.equal(got, value)
+
+
+def test_bfloat16_crosses_as_float32_data_it_can_hold(tmp_path):
+    value = torch.tensor([1.0, -2.5, 3.140625, float("inf"), float("nan")],
+                         dtype=torch.bfloat16)
+    tree = wire.encode(value, wire.Arrays(tmp_path, "m"))
+    assert tree["dtype"] == "bfloat16"
+    assert np.load(tmp_path / tree["file"]).dtype == np.float32
+    got = wire.decode(tree, wire.Arrays(tmp_path, "m"))
+    assert got.dtype == torch.bfloat16 and got[:4].tolist() == [1.0, -2.5, 3.140625,
+                                                                 float("inf")]
+    assert torch.isnan(got[4])
+
+
+def test_a_non_contiguous_view_crosses_as_its_values(tmp_path):
+    base = torch.arange(24.0).reshape(4, 6)
+    view = base.t()[::2, 1:]  # transposed and strided
+    got = _tensor_round_trip(view, tmp_path)
+    assert got.shape == view.shape and torch.equal(got, view) and got.is_contiguous()
+    neg = torch.tensor([1 + 2j, 3 - 1j]).conj()  # a lazily conjugated view
+    assert torch.equal(_tensor_round_trip(neg, tmp_path), torch.tensor([1 - 2j, 3 + 1j]))
+
+
+def test_a_tensor_subclass_whose_dtype_shape_and_device_lie_crosses_as_its_data(tmp_path):
+    class Lies(torch.Tensor):
+        @property
+        def dtype(self):
+            return torch.float16
+
+        @property
+        def shape(self):
+            return torch.Size([1])
+
+        @property
+        def device(self):
+            return torch.device("cuda")
+
+    value = torch.arange(6.0, dtype=torch.float64).reshape(2, 3).as_subclass(Lies)
+    assert value.dtype == torch.float16  # what a check reading attributes would have seen
+    got = _tensor_round_trip(value, tmp_path)
+    assert type(got) is torch.Tensor and got.dtype == torch.float64 and got.shape == (2, 3)
+    assert got.device.type == "cpu" and got.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+def test_requires_grad_crosses_to_the_kernel_only(tmp_path):
+    value = torch.nn.Parameter(torch.ones(2))
+    assert not _tensor_round_trip(value, tmp_path).requires_grad  # the checker reads data
+    assert _tensor_round_trip(value, tmp_path, keep_grad=True).requires_grad  # kernel inputs
+
+
+def test_dtypes_devices_and_sizes_cross_by_name(tmp_path):
+    got = _tensor_round_trip([torch.float64, torch.device("cpu"), torch.Size([2, 3])], tmp_path)
+    assert got == [torch.float64, torch.device("cpu"), (2, 3)] and type(got[2]) is tuple
+
+
+def test_a_tensor_that_is_not_plain_strided_data_crosses_as_a_name(tmp_path):
+    sparse = torch.eye(3).to_sparse()
+    meta = torch.empty(2, device="meta")
+    for value in (sparse, meta, torch.zeros(2, dtype=torch.float8_e4m3fn)):
+        got = _tensor_round_trip(value, tmp_path)
+        assert isinstance(got, wire.Opaque) and type(got).__name__.startswith("Tensor")
+
+
+def _tensor_node(tmp_path, array, **tags):
+    np.save(tmp_path / "m-0.npy", array)
+    return {"t": "tensor", "file": "m-0.npy", "dtype": "float32", "device": "cpu",
+            "requires_grad": False, **tags}
+
+
+@pytest.mark.parametrize("tags,array,why", [
+    ({"dtype": "float32"}, np.zeros(3), "whose array is float64"),
+    ({"dtype": "object"}, np.zeros(3, np.float32), "does not cross"),
+    ({"dtype": "float8_e4m3fn"}, np.zeros(3, np.float32), "does not cross"),
+    ({"dtype": "bfloat16"}, np.array([1.0 + 2**-12], np.float32), "cannot hold"),
+    ({"device": "mps"}, np.zeros(3, np.float32), "neither cpu nor cuda"),
+    ({"device": "cuda:999"}, np.zeros(3, np.float32), "neither cpu nor cuda"),
+    ({"device": ["cpu"]}, np.zeros(3, np.float32), "not a name"),
+    ({"requires_grad": "yes"}, np.zeros(3, np.float32), "not a bool"),
+    ({"dtype": "int64", "requires_grad": True}, np.zeros(3, np.int64), "requires grad"),
+    ({"file": "../m-0.npy"}, np.zeros(3, np.float32), "not this message's"),
+])
+def test_malformed_tensor_nodes_are_refused_with_a_reason(tags, array, why, tmp_path):
+    tree = _tensor_node(tmp_path, array, **tags)
+    with pytest.raises(wire.WireError, match=why):
+        wire.decode(tree, wire.Arrays(tmp_path, "m"), keep_grad=True)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
+def test_a_tensor_on_a_device_this_process_lacks_is_refused(tmp_path):
+    tree = _tensor_node(tmp_path, np.zeros(3, np.float32), device="cuda:0")
+    with pytest.raises(wire.WireError, match="does not have"):
+        wire.decode(tree, wire.Arrays(tmp_path, "m"))
+
+
+def test_an_oversized_tensor_is_refused_before_its_data_is_read(tmp_path):
+    with open(tmp_path / "m-0.npy", "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False,
+                                                 "shape": (2**28,)})
+    tree = {"t": "tensor", "file": "m-0.npy", "dtype": "float32", "device": "cpu"}
+    with pytest.raises(wire.WireError, match="larger than allowed"):
+        wire.decode(tree, wire.Arrays(tmp_path, "m"))
+
+
+def test_the_wire_imports_torch_only_for_a_tensor():
+    import subprocess
+    import sys
+
+    code = ("import json, sys, tempfile\nfrom autograder import wire\n"
+            "d = tempfile.mkdtemp()\n"
+            "t = wire.encode([1.0, {'a': (2, None)}], wire.Arrays(d, 'm'))\n"
+            "wire.decode(json.loads(json.dumps(t)), wire.Arrays(d, 'm'))\n"
+            "print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "False", done.stderr
+
+
+class _Block(torch.nn.Module):
+    """A learner's module for the command tests: two Linears, a LayerNorm, a buffer."""
+
+    def __init__(self, d: int = 4, bias: bool = True):
+        super().__init__()
+        self.q_proj = torch.nn.Linear(d, d, bias=bias)
+        self.out_proj = torch.nn.Linear(d, d, bias=bias)
+        self.norm = torch.nn.LayerNorm(d)
+        self.register_buffer("scale", torch.ones(()))
+        self.num_heads = 2
+
+    def forward(self, x, shift: float = 0.0):
+        return self.out_proj(self.norm(self.q_proj(x))) * self.scale + shift
+
+
+class _LyingBlock(_Block):
+    """Its own surfaces lie: state_dict, load_state_dict, named_modules, parameters."""
+
+    def state_dict(self, *args, **kwargs):
+        return {"q_proj.weight": torch.zeros(4, 4)}
+
+    def load_state_dict(self, *args, **kwargs):
+        return torch.nn.modules.module._IncompatibleKeys([], [])
+
+    def named_modules(self, *args, **kwargs):
+        yield "", self
+
+    def parameters(self, *args, **kwargs):
+        return iter([])
+
+
+def _module_session(tmp_path, **names):
+    namespace = dict(names)
+    return Session(_kernel(namespace), tmp_path), namespace
+
+
+def test_a_module_is_built_loaded_run_and_probed_by_command(tmp_path):
+    from autograder.checker import RemoteModule
+
+    session, namespace = _module_session(tmp_path, Block=_Block)
+    x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1))
+
+    def test():
+        Block = session.resolve("Block")
+        block = Block.call((4,), {}, seed=5)
+        assert isinstance(block, RemoteModule) and isinstance(block, torch.nn.Module)
+        assert not isinstance(block, torch.nn.Linear) and type(block.q_proj).__name__ == \
+            "RemoteModule" and isinstance(block.q_proj, torch.nn.Linear)
+        facts = dict(block.describe_modules())
+        assert facts["q_proj"]["in_features"] == 4 and facts["q_proj"]["bias"] is True
+        assert facts["norm"]["normalized_shape"] == [4] and facts[""]["type"] == "_Block"
+        assert block.num_heads == 2 and getattr(block, "missing", None) is None
+        shapes = block.parameter_shapes()
+        assert ("q_proj.weight", "float32", (4, 4)) in shapes and len(shapes) == 6
+        state = {n: torch.full_like(t, 0.5) for n, t in block.state_dict().items()
+                 if n != "scale"}
+        keys = block.load_state_dict(state, strict=False)
+        assert keys.missing_keys == ["scale"] and keys.unexpected_keys == []
+        with pytest.raises(RuntimeError, match="Unexpected key"):
+            block.load_state_dict({**state, "nope": torch.zeros(1)})
+        mine = _Block(4)
+        mine.load_state_dict({**state, "scale": torch.ones(())})
+        assert torch.allclose(block(x), mine(x)) and torch.allclose(block(x, shift=1.0),
+                                                                    mine(x) + 1)
+        assert block.eval() is block and block.training is False
+        return block
+
+    block = session.serving(test)
+    kernel_block = next(v for v in __import__("autograder.kernel_client", fromlist=["H"])
+                        .HANDLES.values() if isinstance(v, _Block))
+    assert kernel_block.training is False
+    assert torch.equal(kernel_block.q_proj.weight, torch.full((4, 4), 0.5))
+    assert block.kind == "_Block"
+
+
+def test_a_held_tensor_changes_in_the_kernel_only_by_command(tmp_path):
+    session, namespace = _module_session(tmp_path, block=_Block(4))
+
+    def test():
+        block = session.resolve("block")
+        weight = block.out_proj.weight
+        assert torch.equal(weight, namespace["block"].out_proj.weight.detach())
+        with pytest.raises(RuntimeError, match="leaf Variable"):  # as torch: autograd on
+            weight.zero_()
+        with torch.no_grad():  # the checker's no_grad reaches the kernel
+            weight.zero_()
+            block.out_proj.bias.fill_(2.0)
+        doubled = weight + 1  # a plain tensor of the copy, not sent anywhere
+        assert type(doubled) is torch.Tensor and torch.equal(doubled, torch.ones(4, 4))
+        return block(torch.randn(1, 2, 4))
+
+    out = session.serving(test)
+    assert torch.equal(namespace["block"].out_proj.weight, torch.zeros(4, 4))
+    assert torch.equal(out, torch.full((1, 2, 4), 2.0))
+
+
+def test_a_submodules_input_is_captured_and_given_to_the_checkers_hook(tmp_path):
+    session, _ = _module_session(tmp_path, block=_Block(4))
+    x = torch.randn(1, 3, 4)
+
+    def test():
+        block = session.resolve("block")
+        seen = []
+        hook = block.norm.register_forward_pre_hook(
+            lambda module, args, kwargs: seen.append((args[0], kwargs)), with_kwargs=True)
+        block(x)
+        hook.remove()
+        block(x)
+        return seen
+
+    seen = session.serving(test)
+    assert len(seen) == 1 and seen[0][1] == {} and seen[0][0].shape == (1, 3, 4)
+
+
+def test_a_module_whose_own_surfaces_lie_is_read_through_torchs_base_class(tmp_path):
+    session, namespace = _module_session(tmp_path, block=_LyingBlock(4))
+
+    def test():
+        block = session.resolve("block")
+        names = [n for n, _ in block.describe_modules()]
+        keys = block.load_state_dict({"q_proj.weight": torch.ones(4, 4)}, strict=False)
+        return names, keys, block.state_dict(), block.parameter_shapes()
+
+    names, keys, state, shapes = session.serving(test)
+    assert names == ["", "q_proj", "out_proj", "norm"]
+    assert "q_proj.bias" in keys.missing_keys and torch.equal(
+        namespace["block"].q_proj.weight, torch.ones(4, 4))
+    assert set(state) == {"q_proj.weight", "q_proj.bias", "out_proj.weight", "out_proj.bias",
+                          "norm.weight", "norm.bias", "scale"} and len(shapes) == 6
+
+
+def test_a_malformed_tensor_in_a_kernels_reply_breaks_the_protocol(tmp_path):
+    import autograder.kernel_client as kc
+
+    def replies_a_bad_tensor(code):
+        real = kc.serve
+
+        def bad(namespace, folder, rid):
+            np.save(tmp_path / f"{rid}.out-0.npy", np.zeros(3))  # float64 data
+            (tmp_path / f"{rid}.reply.json").write_text(json.dumps({"id": rid, "value": {
+                "t": "tensor", "file": f"{rid}.out-0.npy", "dtype": "float16",
+                "device": "cpu"}}))
+        kc.serve = bad
+        try:
+            exec(code, {})
+        finally:
+            kc.serve = real
+
+    session = Session(replies_a_bad_tensor, tmp_path)
+    with pytest.raises(ProtocolError, match="float16 tensor whose array is float64"):
+        session.serving(lambda: session.resolve("x"))
