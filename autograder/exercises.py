@@ -31,7 +31,8 @@ ASSIGNMENTS = exercise_ids()
 # ex06's peak memory is measured by the grader, from outside, in a memory cgroup of its own
 # (autograder.peak_probe).
 TRUSTED = frozenset({"ex01_python_attention", "ex02_numpy_attention", "ex03_scaling",
-                     "ex04_positional_encoding", "ex06_tiled_attention", "ex08_rust_attention"})
+                     "ex04_positional_encoding", "ex05_torch_attention", "ex06_tiled_attention",
+                     "ex08_rust_attention"})
 
 
 def trusted(assignment: str) -> bool:

@@ -170,6 +170,26 @@ def test_other_assignments_cheats(other_run):
     assert wrong == []
 
 
+def test_ex05_checker_cheats_keep_at_most_half_of_what_they_aim_at(other_run):
+    """Issue 23, ex05: torch's fused attention by another name, torch's comparisons patched
+    in the kernel for good or for one call, a tensor and a module that lie about themselves:
+    each cheat earns at most half the points of the tests it aims at (its ``aims at:``
+    line), or tampering."""
+    assignment, (expected, _, rows, tests, _, _, _) = other_run
+    if assignment != "ex05_torch_attention":
+        pytest.skip("ex05's cheats only")
+    aimed = {}
+    for name, path in _cheats(assignment).items():
+        m = re.search(r"^aims at:\s*(.*)$", path.read_text(encoding="utf-8"), flags=re.M)
+        if m:
+            aimed[name] = {t.strip() for t in m.group(1).split(",") if t.strip()}
+    assert len(aimed) >= 8
+    for name, targets in aimed.items():
+        got = sum(float(tests[name][t]["score"] or 0) for t in targets)
+        full = sum(float(tests[name][t]["max_score"]) for t in targets)
+        assert rows[name]["status"] == "tampering" or got <= full / 2, (name, got, full)
+
+
 def test_tampering_detail_names_the_route(cheat_run):
     """ex01's hidden tests run in the checker (issue 23): a cheat that stops the kernel's
     client from answering is a broken protocol, and what the static scan sees is a note

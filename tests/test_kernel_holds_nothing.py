@@ -1,6 +1,8 @@
 """The graded kernel holds nothing hidden (issue 23): a submission searches its own memory.
 
-A correct ex01 submission whose ``softmax``, the first time a check calls it, searches the
+A correct ex01 submission whose ``softmax`` (and a correct ex05 one whose
+``scaled_dot_product_attention``, a kernel with torch and the checker's tensors and
+modules crossing), the first time a check calls it, searches the
 kernel for the hidden world: modules and functions of ``autograder.checks`` and
 ``autograder.reference`` among every object ``gc`` knows, and, through ``/proc/self/mem``,
 every readable byte of its address space for the knowledge checks' docstring, the checks'
@@ -36,7 +38,10 @@ def _needles() -> list[bytes]:
 
     text = [knowledge.__doc__.split("\n")[0], "def softmax_matches_reference",
             "attention_rejects_bad_input", "Scaled dot-product attention in pure Python "
-            "(reference for", "knowledge_check = _knowledge.check_for"]
+            "(reference for", "knowledge_check = _knowledge.check_for",
+            "def sdpa_matches_torch", "def forbid_torch_attention",
+            "Scaled dot-product and multi-head attention in PyTorch (reference for",
+            "def block_matches_reference"]
     doubles = [knowledge.ANSWERS["ex04_positional_encoding"]["kc1"],
                knowledge.ANSWERS["ex06_tiled_attention"]["kc2"],
                knowledge.ANSWERS["ex04_positional_encoding"]["kc3"]]
@@ -62,8 +67,11 @@ def _hidden_found():
     found = [n for n in list(sys.modules) if n.startswith(("autograder.checks",
                                                              "autograder.reference"))]
     for obj in gc.get_objects():
-        code = getattr(obj, "__code__", None)
-        name = getattr(code, "co_filename", "") if code is not None else ""
+        try:  # (some of torch's objects raise when asked for any attribute)
+            code = getattr(obj, "__code__", None)
+            name = getattr(code, "co_filename", "") if code is not None else ""
+        except BaseException:
+            continue
         if isinstance(name, str) and ("autograder/checks" in name or
                                       "autograder/reference" in name):
             found.append(name)
@@ -98,7 +106,8 @@ def _hidden_found():
 
 def test_the_search_finds_the_hidden_world_where_it_is():
     """Control: in a Python that imported the checks (as the grader's checker does)."""
-    code = ("import autograder.checks.ex01, autograder.checks.ex04\n" + search_source() +
+    code = ("import autograder.checks.ex01, autograder.checks.ex04, autograder.checks.ex05\n" +
+            search_source() +
             "\nprint(len(_hidden_found()))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=REPO, timeout=300)
@@ -106,23 +115,26 @@ def test_the_search_finds_the_hidden_world_where_it_is():
     assert int(done.stdout.strip()) >= 3
 
 
-def test_a_graded_kernel_holds_no_reference_check_or_answer(tmp_path):
-    softmax = reference_solutions(A)["softmax"]
-    cell = search_source() + "\n_searched = []\n" + softmax.replace(
-        "def softmax(row", "def _softmax(row") + '''
+@pytest.mark.parametrize("assignment,name,full", [
+    (A, "softmax", 14.0), ("ex05_torch_attention", "scaled_dot_product_attention", 27.0)])
+def test_a_graded_kernel_holds_no_reference_check_or_answer(tmp_path, assignment, name, full):
+    source = reference_solutions(assignment)[name]
+    cell = search_source() + "\n_searched = []\n" + source.replace(
+        f"def {name}(", f"def _{name}(") + f'''
 
-def softmax(row):
+def {name}(*args, **kwargs):
     if not _searched:
         _searched.append(_hidden_found())
     if _searched[0]:
-        raise RuntimeError(f"found in the kernel: {_searched[0][:5]}")
-    return _softmax(row)
+        raise RuntimeError(f"found in the kernel: {{_searched[0][:5]}}")
+    return _{name}(*args, **kwargs)
 '''
-    write_submission(tmp_path / "subs", "searcher", A, filled_notebook(A, {"softmax": cell}))
+    write_submission(tmp_path / "subs", "searcher", assignment,
+                     filled_notebook(assignment, {name: cell}))
     proc, rows, tests = grade(tmp_path / "subs", tmp_path / "ws", jobs=1,
                               extra=["--no-progress"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = rows["searcher"]
-    assert (row["status"], float(row["score"])) == ("graded", 14.0), (row, {
+    assert (row["status"], float(row["score"])) == ("graded", full), (row, {
         t: r["score"] for t, r in tests["searcher"].items()})
     assert Path(tmp_path / "ws" / "grades.csv").is_file()

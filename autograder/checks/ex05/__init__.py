@@ -1,16 +1,27 @@
 """Checks for ``ex05_torch_attention`` (scaled_dot_product_attention and MultiHeadAttention).
 
-Every call of the learner's code runs with torch's attention functions and modules
-replaced by functions that record the call and raise (:func:`forbid_torch_attention`), so
-code that delegates to ``F.scaled_dot_product_attention`` or ``nn.MultiheadAttention``
-earns no points. The oracles are torch's own functions, called outside that guard, and the
-reference in :mod:`autograder.reference.torch_attention`. Checks run on the CPU and, when
-one is present, on a CUDA device too. Values are compared in float64 after the type,
-shape and device checks; dtypes are checked only where they are the behaviour under test.
+Graded by the trusted checker (:mod:`autograder.checker`), the learner's function and class
+are proxies: inputs cross to the kernel as tensors (data, dtype, device), outputs come
+back as plain tensors built from the data, and every verdict is reached here from them.
+``MultiHeadAttention`` is built by command, given the weights of the checker's own
+``nn.MultiheadAttention`` with ``load_state_dict``, run on the checker's inputs and probed
+for its submodules (:func:`autograder.kernel_client.describe_modules`). "Compute attention
+yourself" is judged by construction: every test first requires the graded part to return,
+in a fresh sandboxed Python where torch's attention operators are switched off in the
+dispatcher, what it returns in the kernel (:mod:`._probe`), so code that delegates to
+``F.scaled_dot_product_attention``, ``torch.ops.aten``'s attention kernels or
+``nn.MultiheadAttention``, under any name, earns no points. Called with the learner's
+objects themselves (the course's tests), each call runs with torch's attention functions
+replaced by ones that raise (:func:`forbid_torch_attention`). The oracles are torch's own
+functions, called outside that guard, and the reference in
+:mod:`autograder.reference.torch_attention`. Checks run on the CPU and, when one is
+present, on a CUDA device too. Values are compared in float64 after the type, shape and
+device checks; dtypes are checked only where they are the behaviour under test.
 
 Split by graded part: :mod:`.sdpa` (scaled_dot_product_attention), :mod:`.mha`
-(MultiHeadAttention) and :mod:`._common` (the guard, the reference scan, helpers). The
-released notebooks' hidden tests call ``ex05.<check>``: every check is importable from here.
+(MultiHeadAttention), :mod:`._common` (the guard, the reference scan, helpers) and
+:mod:`._probe` (the run without torch's attention). The released notebooks' hidden tests
+call ``ex05.<check>``: every check is importable from here.
 """
 
 from autograder.checks.ex05._common import (

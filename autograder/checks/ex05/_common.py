@@ -1,5 +1,14 @@
-"""Shared by the ex05 checks: the guard that forbids torch's attention during the
-learner's calls, the scan for references to it, and tensor helpers and oracles."""
+"""Shared by the ex05 checks: how "compute attention yourself" is judged, tensor helpers
+and oracles.
+
+Graded by the trusted checker (the learner's function or class a
+:class:`autograder.checker.Remote`), the rule is judged by construction: the learner's cells
+run again in a fresh Python where torch's attention operators are switched off
+(:mod:`._probe`); every test of a graded part first requires that part to return there what
+it returns in the kernel (:func:`own_attention`). Called with the learner's objects
+themselves (the course's own tests), each call runs with torch's attention functions
+replaced by ones that raise (:func:`forbid_torch_attention`) and the code is read for
+references to them (:func:`_forbidden_references`)."""
 
 from __future__ import annotations
 
@@ -12,7 +21,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from autograder.checker import Remote
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
+from autograder.checks.ex05 import _probe
 from autograder.reference import torch_attention as ref
 from autograder import diagnose
 from autograder.testing import (
@@ -75,8 +86,27 @@ def _forbidden_message(what: str, calls: list[str]) -> str:
             "yourself (matrix products, a mask and a softmax)")
 
 
+def guarded(fn):
+    """:func:`forbid_torch_attention` around calls of the learner's own objects; nothing
+    for a :class:`Remote` (the checker's torch is not the kernel's: the probe judges)."""
+    return contextlib.nullcontext([]) if isinstance(fn, Remote) else forbid_torch_attention()
+
+
+def own_attention(learner, part: str) -> None:
+    """Fail unless the learner's ``part`` (``sdpa``: the function; ``mha``: the class)
+    returns, in a Python where torch's attention operators are switched off, what it returns
+    in the kernel (:func:`autograder.checks.ex05._probe.verdict`). Nothing to do for the
+    learner's objects themselves (their calls run under :func:`forbid_torch_attention`)."""
+    if isinstance(learner, Remote):
+        problem = _probe.verdict(part, learner, DEVICES)
+        if problem:
+            fail(problem)
+
+
 def _call(fn: Callable, *args, what: str, **kwargs):
     """Call the learner's code under the guard and without autograd; fail with a clear message."""
+    if isinstance(fn, Remote):  # in the kernel, under the checker's torch.no_grad()
+        return call_learner(fn, *args, what=what, within=torch.no_grad(), **kwargs)
     with forbid_torch_attention() as calls:
         try:
             out = call_learner(fn, *args, what=what, within=torch.no_grad(), **kwargs)
@@ -97,6 +127,8 @@ def _forbidden_references(*objects) -> list[str]:
     scaled_dot_product_attention as sdpa`` is caught here even though the guard cannot
     replace it.
     """
+    if any(isinstance(o, Remote) for o in objects):
+        return []  # the kernel's objects: judged by the probe, never read here
     found, seen, stack = [], set(), list(objects)
     home = {getattr(o, "__module__", None) for o in objects}
     while stack:
@@ -150,7 +182,8 @@ def _randn(gen: torch.Generator, *shape, device="cpu", dtype=torch.float64, scal
 
 
 def _sdpa(sdpa: Callable, q, k, v, *, what: str, attn_mask=None, is_causal=False, device=None):
-    """Call the learner's attention and check the output's type, shape and device."""
+    """Call the learner's attention and check the output's type, shape and device (from
+    the data the kernel sent, for a :class:`Remote`)."""
     kwargs = {}
     if attn_mask is not None:
         kwargs["attn_mask"] = attn_mask

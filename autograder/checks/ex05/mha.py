@@ -6,6 +6,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from autograder import kernel_client
+from autograder.checker import RemoteModule
 from autograder.checks.ex05._common import (
     ATOL,
     DEVICES,
@@ -15,6 +17,7 @@ from autograder.checks.ex05._common import (
     _np,
     _randn,
     _tensor,
+    own_attention,
     ref,
 )
 from autograder import diagnose
@@ -23,20 +26,59 @@ from autograder.testing import assert_close, expect_value_error, explain, fail, 
 # --- MultiHeadAttention ----------------------------------------------------------------------
 
 
+def submodules(module) -> dict[str, dict]:
+    """name -> facts of ``module`` and its submodules
+    (:func:`autograder.kernel_client.describe_modules`): asked of the kernel for a learner's
+    module there, read from the module itself otherwise."""
+    if isinstance(module, RemoteModule):
+        return dict(module.describe_modules())
+    return dict(kernel_client.describe_modules(module))
+
+
 def _build(cls, d_model: int, num_heads: int, bias: bool = True):
     what = f"MultiHeadAttention({d_model}, {num_heads}, bias={bias})"
     module = _call(cls, d_model, num_heads, bias=bias, what=what)
     if not isinstance(module, nn.Module):
         fail(f"{what} should be a torch.nn.Module, got {type(module).__name__}")
+    layers = submodules(module)
     for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
-        layer = getattr(module, name, None)
-        if not isinstance(layer, nn.Linear):
-            fail(f"{what}.{name} should be an nn.Linear, got {type(layer).__name__}")
-        if (layer.in_features, layer.out_features) != (d_model, d_model):
+        layer = layers.get(name)
+        if layer is None or "in_features" not in layer:
+            fail(f"{what}.{name} should be an nn.Linear, got "
+                 f"{layer['type'] if layer else 'no such submodule'}")
+        if (layer["in_features"], layer["out_features"]) != (d_model, d_model):
             fail(f"{what}.{name} should map {d_model} -> {d_model} features, got "
-                 f"{layer.in_features} -> {layer.out_features}")
-        if (layer.bias is not None) != bias:
+                 f"{layer['in_features']} -> {layer['out_features']}")
+        if layer["bias"] != bias:
             fail(f"{what}.{name} should {'have' if bias else 'not have'} a bias")
+    return module
+
+
+def _state_from_builtin(builtin: nn.MultiheadAttention) -> dict:
+    """The parameters of ``builtin`` under the names of the exercise's submodules."""
+    d_model, out = builtin.embed_dim, {}
+    for i, name in enumerate(("q_proj", "k_proj", "v_proj")):
+        out[f"{name}.weight"] = builtin.in_proj_weight[i * d_model:(i + 1) * d_model].detach()
+        if builtin.in_proj_bias is not None:
+            out[f"{name}.bias"] = builtin.in_proj_bias[i * d_model:(i + 1) * d_model].detach()
+    out["out_proj.weight"] = builtin.out_proj.weight.detach()
+    if builtin.out_proj.bias is not None:
+        out["out_proj.bias"] = builtin.out_proj.bias.detach()
+    return out
+
+
+def _load(module, builtin: nn.MultiheadAttention, what: str):
+    """``module`` on ``builtin``'s device and dtype, holding its weights (loaded with
+    ``load_state_dict``, by command for a learner's module in the kernel)."""
+    weight = builtin.in_proj_weight
+    module.to(weight.device, weight.dtype)
+    try:
+        keys = module.load_state_dict(_state_from_builtin(builtin), strict=False)
+    except Exception as exc:  # noqa: BLE001 - a learner's module may refuse anything
+        fail(f"{what}: loading the weights of nn.MultiheadAttention into q_proj, k_proj, "
+             f"v_proj and out_proj raised {type(exc).__name__}: {exc}")
+    if keys.unexpected_keys:
+        fail(f"{what} has no parameters {', '.join(keys.unexpected_keys[:4])}")
     return module
 
 
@@ -48,7 +90,8 @@ def _pair(cls, d_model: int, num_heads: int, bias: bool, device: str, seed: int)
     with torch.no_grad():  # random biases too (torch initialises in_proj_bias to zero)
         for p in builtin.parameters():
             p.copy_(torch.randn_like(p) * 0.5)
-    mine = ref.copy_weights_from_torch(_build(cls, d_model, num_heads, bias), builtin)
+    what = f"MultiHeadAttention({d_model}, {num_heads}, bias={bias})"
+    mine = _load(_build(cls, d_model, num_heads, bias), builtin, what)
     oracle = ref.copy_weights_from_torch(ref.MultiHeadAttention(d_model, num_heads, bias=bias), builtin)
     return mine, builtin, oracle
 
@@ -79,10 +122,12 @@ def _builtin_forward(builtin, q, k, v, attn_mask=None):
         return builtin(q, k, v, attn_mask=attn_mask, need_weights=False)[0]
 
 
-def _compare(mine, out, expected, what, q, k, v, num_heads, attn_mask=None, is_causal=False):
+def _compare(weights, out, expected, what, q, k, v, num_heads, attn_mask=None,
+             is_causal=False):
     """assert_close, with the diagnosis of the usual mistakes (scale, head split or merge,
-    mask convention) when it fails; see :func:`autograder.diagnose.multi_head_hint`."""
-    with explain(lambda: diagnose.multi_head_hint(mine, out, q, k, v, attn_mask, is_causal,
+    mask convention) when it fails; see :func:`autograder.diagnose.multi_head_hint`
+    (``weights``: a module holding the learner's module's weights, the reference here)."""
+    with explain(lambda: diagnose.multi_head_hint(weights, out, q, k, v, attn_mask, is_causal,
                                                   num_heads=num_heads)):
         assert_close(_np(out), _np(expected), what, rtol=RTOL, atol=ATOL)
 
@@ -116,28 +161,30 @@ def mha_rejects_indivisible(cls) -> None:
 
 def mha_matches_torch(cls, seed: int = 11) -> None:
     """Self- and cross-attention equal nn.MultiheadAttention with the same weights."""
+    own_attention(cls, "mha")
     configs = [(2, 5, 5, 8, 2, True), (2, 4, 6, 12, 3, True), (1, 3, 3, 16, 4, False),
                (3, 6, 2, 8, 8, True)]
     for device in DEVICES:
         for B, L, S, d, h, bias in configs:
-            mine, builtin, _ = _pair(cls, d, h, bias, device, seed)
+            mine, builtin, oracle = _pair(cls, d, h, bias, device, seed)
             gen = torch.Generator().manual_seed(seed)
             x, y, z = _randn(gen, B, L, d, device=device), _randn(gen, B, S, d, device=device), \
                 _randn(gen, B, S, d, device=device)
             name = f"MultiHeadAttention({d}, {h}, bias={bias}) on {device}"
             what = f"{name}, self-attention of (B, L, d_model) = {(B, L, d)}"
             out = _forward(mine, x, x, x, what=what, shape=(B, L, d), device=device)
-            _compare(mine, out, _builtin_forward(builtin, x, x, x), what, x, x, x, h)
+            _compare(oracle, out, _builtin_forward(builtin, x, x, x), what, x, x, x, h)
             what = f"{name}, cross-attention from L = {L} to S = {S} with different key and value"
             out = _forward(mine, x, y, z, what=what, shape=(B, L, d), device=device)
-            _compare(mine, out, _builtin_forward(builtin, x, y, z), what, x, y, z, h)
+            _compare(oracle, out, _builtin_forward(builtin, x, y, z), what, x, y, z, h)
 
 
 def mha_masks(cls, seed: int = 12) -> None:
     """attn_mask (L, S), (B, 1, L, S) and (B, num_heads, L, S), boolean and float, as torch's (inverted)."""
+    own_attention(cls, "mha")
     B, L, S, d, h = 2, 4, 5, 8, 2
     for device in DEVICES:
-        (mine, builtin, _), gen, x, y = _pair_and_inputs(cls, B, L, S, d, h, device, seed)
+        (mine, builtin, oracle), gen, x, y = _pair_and_inputs(cls, B, L, S, d, h, device, seed)
         masks = {
             "a boolean (L, S) mask": some_true_per_row(gen, (L, S)),
             "a boolean (B, 1, L, S) mask": some_true_per_row(gen, (B, 1, L, S)),
@@ -151,14 +198,15 @@ def mha_masks(cls, seed: int = 12) -> None:
             what = f"MultiHeadAttention({d}, {h}) on {device} with {name}"
             out = _forward(mine, x, y, y, attn_mask=mask, what=what, shape=(B, L, d), device=device)
             expected = _builtin_forward(builtin, x, y, y, attn_mask=_builtin_mask(mask, B, h))
-            _compare(mine, out, expected, what, x, y, y, h, attn_mask=mask)
+            _compare(oracle, out, expected, what, x, y, y, h, attn_mask=mask)
 
 
 def mha_is_causal(cls, seed: int = 13) -> None:
     """is_causal=True equals torch with the causal mask, and the future does not leak back."""
+    own_attention(cls, "mha")
     d, h = 8, 2
     for device in DEVICES:
-        mine, builtin, _ = _pair(cls, d, h, True, device, seed)
+        mine, builtin, oracle = _pair(cls, d, h, True, device, seed)
         gen = torch.Generator().manual_seed(seed)
         for L, S in ((5, 5), (3, 6)):
             x, y = _randn(gen, 2, L, d, device=device), _randn(gen, 2, S, d, device=device)
@@ -168,7 +216,7 @@ def mha_is_causal(cls, seed: int = 13) -> None:
             out = _forward(mine, x, y, y, is_causal=True, what=what, shape=(2, L, d), device=device)
             causal = torch.ones(L, S, dtype=torch.bool, device=device).tril()
             expected = _builtin_forward(builtin, x, y, y, attn_mask=~causal)
-            _compare(mine, out, expected, what, x, y, y, h, is_causal=True)
+            _compare(oracle, out, expected, what, x, y, y, h, is_causal=True)
         x = _randn(gen, 2, 6, d, device=device)
         base = _forward(mine, x, is_causal=True, what="self-attention with is_causal=True",
                         shape=(2, 6, d), device=device)
@@ -183,6 +231,7 @@ def mha_is_causal(cls, seed: int = 13) -> None:
 
 def mha_key_value_default(cls, seed: int = 14) -> None:
     """forward(x) and forward(x, attn_mask=m) equal forward(x, x, x, ...): key and value default to query."""
+    own_attention(cls, "mha")
     d, h = 8, 2
     mine, _, _ = _pair(cls, d, h, True, "cpu", seed)
     gen = torch.Generator().manual_seed(seed)
@@ -201,6 +250,7 @@ def mha_key_value_default(cls, seed: int = 14) -> None:
 
 def mha_fully_masked_rows(cls, seed: int = 15) -> None:
     """A query masked in every head gives out_proj(0) = the output bias, never NaN."""
+    own_attention(cls, "mha")
     B, L, S, d, h = 2, 4, 5, 8, 2
     for device in DEVICES:
         (mine, _, oracle), gen, x, y = _pair_and_inputs(cls, B, L, S, d, h, device, seed)
@@ -213,15 +263,16 @@ def mha_fully_masked_rows(cls, seed: int = 15) -> None:
         if not np.isfinite(got).all():
             fail(f"{what}: the output has NaN or inf; a query with no key should give zeros "
                  "before the output projection")
-        assert_close(got[0, 1], _np(mine.out_proj.bias), f"{what}: query (0, 1), masked in every "
-                     "head, should give out_proj of a zero vector", rtol=RTOL, atol=ATOL)
+        assert_close(got[0, 1], _np(oracle.out_proj.bias), f"{what}: query (0, 1), masked in "
+                     "every head, should give out_proj of a zero vector", rtol=RTOL, atol=ATOL)
         with torch.no_grad():
             expected = oracle(x, y, y, attn_mask=mask)
-        _compare(mine, torch.as_tensor(got), expected, what, x, y, y, h, attn_mask=mask)
+        _compare(oracle, torch.as_tensor(got), expected, what, x, y, y, h, attn_mask=mask)
 
 
 def mha_permutation_equivariant(cls, seed: int = 16) -> None:
     """Permuting the tokens of self-attention permutes its output the same way."""
+    own_attention(cls, "mha")
     d, h, L = 12, 3, 7
     mine, _, _ = _pair(cls, d, h, True, "cpu", seed)
     gen = torch.Generator().manual_seed(seed)
@@ -234,16 +285,22 @@ def mha_permutation_equivariant(cls, seed: int = 16) -> None:
                  "permuted output", rtol=1e-9, atol=1e-10)
 
 
+# torch's modules that compute attention (what a learner's module may not hold).
+_FORBIDDEN_MODULES = ("MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer",
+                      "TransformerEncoder", "TransformerDecoder", "Transformer")
+
+
 def mha_does_not_call_torch_attention(cls) -> None:
     """MultiHeadAttention neither calls nor holds torch's attention functions or modules."""
     found = _forbidden_references(cls)
     if found:
         fail(f"MultiHeadAttention refers to {found[0]}, which this exercise forbids")
+    own_attention(cls, "mha")
     module = _build(cls, 8, 2)
-    for name, sub in module.named_modules():
-        if isinstance(sub, nn.MultiheadAttention):
-            fail(f"MultiHeadAttention holds an nn.MultiheadAttention ({name}), which this "
-                 "exercise forbids")
+    for name, facts in submodules(module).items():
+        if facts["torch_class"].rpartition(".")[2] in _FORBIDDEN_MODULES:
+            fail(f"MultiHeadAttention holds an nn.{facts['torch_class'].rpartition('.')[2]} "
+                 f"({name or 'itself'}), which this exercise forbids")
     x = torch.randn(1, 3, 8)
     _forward(module, x, what="MultiHeadAttention(8, 2) on (1, 3, 8)", shape=(1, 3, 8), device="cpu")
     _forward(module, x, is_causal=True, what="MultiHeadAttention(8, 2) with is_causal=True",

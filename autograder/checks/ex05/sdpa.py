@@ -17,7 +17,8 @@ from autograder.checks.ex05._common import (
     _randn,
     _sdpa,
     _torch_sdpa,
-    forbid_torch_attention,
+    guarded,
+    own_attention,
     ref,
 )
 from autograder.testing import assert_close, expect_value_error, fail, some_true_per_row
@@ -27,6 +28,7 @@ from autograder.testing import assert_close, expect_value_error, fail, some_true
 
 def sdpa_matches_torch(sdpa: Callable, seed: int = 1) -> None:
     """Unmasked attention of random inputs (2-D to 4-D, L != S, E != E_v) equals torch's."""
+    own_attention(sdpa, "sdpa")
     gen = torch.Generator().manual_seed(seed)
     shapes = [((5, 4), (7, 4), (7, 3)), ((2, 5, 4), (2, 5, 4), (2, 5, 4)),
               ((2, 3, 6, 8), (2, 3, 4, 8), (2, 3, 4, 5)), ((1, 1, 1, 2), (1, 1, 3, 2), (1, 1, 3, 1))]
@@ -40,6 +42,7 @@ def sdpa_matches_torch(sdpa: Callable, seed: int = 1) -> None:
 
 def sdpa_bool_mask(sdpa: Callable, seed: int = 2) -> None:
     """A bool attn_mask (True = may attend) of shape (L, S), (B, 1, 1, S), (B, 1, L, S) or (B, H, L, S)."""
+    own_attention(sdpa, "sdpa")
     gen = torch.Generator().manual_seed(seed)
     B, H, L, S, E = 2, 3, 4, 6, 5
     for device in DEVICES:
@@ -60,6 +63,7 @@ def sdpa_bool_mask(sdpa: Callable, seed: int = 2) -> None:
 
 def sdpa_float_mask(sdpa: Callable, seed: int = 3) -> None:
     """A float attn_mask is added to the scores (finite values and some -inf)."""
+    own_attention(sdpa, "sdpa")
     gen = torch.Generator().manual_seed(seed)
     B, H, L, S, E = 2, 2, 4, 5, 3
     for device in DEVICES:
@@ -75,6 +79,7 @@ def sdpa_float_mask(sdpa: Callable, seed: int = 3) -> None:
 
 def sdpa_masked_far_scores(sdpa: Callable, seed: int = 4) -> None:
     """Masked keys get weight 0 even when every allowed score is around -2e4 (no finite fill)."""
+    own_attention(sdpa, "sdpa")
     gen = torch.Generator().manual_seed(seed)
     L, S, E = 4, 6, 4
     c = (2e4 * E ** 0.5) ** 0.5  # first coordinates give every score an offset of -2e4
@@ -91,6 +96,7 @@ def sdpa_masked_far_scores(sdpa: Callable, seed: int = 4) -> None:
 
 def sdpa_fully_masked_rows(sdpa: Callable, seed: int = 5) -> None:
     """A query that may attend to no key gets a zero output, never NaN (bool and float masks)."""
+    own_attention(sdpa, "sdpa")
     gen = torch.Generator().manual_seed(seed)
     B, H, L, S, E = 2, 2, 4, 5, 3
     for device in DEVICES:
@@ -121,6 +127,7 @@ def sdpa_fully_masked_rows(sdpa: Callable, seed: int = 5) -> None:
 
 def sdpa_is_causal(sdpa: Callable, seed: int = 6) -> None:
     """is_causal=True is top-left aligned (L == S and L != S), and the future never leaks back."""
+    own_attention(sdpa, "sdpa")
     gen = torch.Generator().manual_seed(seed)
     for device in DEVICES:
         for L, S in ((5, 5), (3, 6), (6, 3)):
@@ -142,6 +149,7 @@ def sdpa_is_causal(sdpa: Callable, seed: int = 6) -> None:
 
 def sdpa_dtype_and_device(sdpa: Callable, seed: int = 7) -> None:
     """float32 stays float32 and float64 stays float64, on the device of the inputs."""
+    own_attention(sdpa, "sdpa")
     gen = torch.Generator().manual_seed(seed)
     for device in DEVICES:
         for dtype, tol in ((torch.float32, 1e-5), (torch.float64, 1e-10)):
@@ -157,6 +165,7 @@ def sdpa_dtype_and_device(sdpa: Callable, seed: int = 7) -> None:
 
 def sdpa_half_precision(sdpa: Callable, seed: int = 8) -> None:
     """float16 and bfloat16 come back in their dtype, computed in float32 (no overflow at 1e5)."""
+    own_attention(sdpa, "sdpa")
     gen = torch.Generator().manual_seed(seed)
     E = 16
     c = (1e5 * E ** 0.5) ** 0.5  # 632.5: q.k / sqrt(E) is about 1e5, beyond float16's 65504
@@ -187,6 +196,7 @@ def sdpa_half_precision(sdpa: Callable, seed: int = 8) -> None:
 
 def sdpa_rejects_bad_input(sdpa: Callable) -> None:
     """Mismatched E, mismatched S and a mask that does not broadcast raise ValueError."""
+    own_attention(sdpa, "sdpa")
     gen = torch.Generator().manual_seed(9)
     q, k, v = _randn(gen, 2, 5, 4), _randn(gen, 2, 7, 4), _randn(gen, 2, 7, 3)
     _sdpa(sdpa, q, k, v, what="attention of valid inputs")
@@ -196,7 +206,7 @@ def sdpa_rejects_bad_input(sdpa: Callable) -> None:
         "an attn_mask of shape (5, 6) for scores of shape (2, 5, 7)":
             (q, k, v, torch.ones(5, 6, dtype=torch.bool)),
     }
-    with forbid_torch_attention():
+    with guarded(sdpa):
         for what, args in cases.items():
             expect_value_error(sdpa, args, f"attention with {what}")
 
@@ -206,6 +216,7 @@ def sdpa_does_not_call_torch_attention(sdpa: Callable) -> None:
     found = _forbidden_references(sdpa)
     if found:
         fail(f"scaled_dot_product_attention refers to {found[0]}, which this exercise forbids")
+    own_attention(sdpa, "sdpa")
     gen = torch.Generator().manual_seed(10)
     q, k, v = _randn(gen, 1, 3, 4), _randn(gen, 1, 5, 4), _randn(gen, 1, 5, 2)
     for kwargs in ({}, {"is_causal": True}, {"attn_mask": torch.ones(3, 5, dtype=torch.bool)}):

@@ -1,9 +1,11 @@
 """Cheat (hidden class, variant): no subclass, a factory function that returns the
 reference's own MultiHeadAttention object (found among ``nn.Module.__subclasses__()``).
-Creating an object of a hidden class from learner code is reported.
+Since issue 23 ex05's kernel holds no reference: the search finds nothing, the factory
+raises ValueError for every size, and every MultiHeadAttention test fails (it is
+nothing of its own); the knowledge checks keep their points.
 
-status: tampering
-fails: test_mha_submodules, test_mha_not_divisible, test_mha_matches_torch, test_mha_masks, test_mha_is_causal, test_mha_defaults, test_mha_fully_masked, test_mha_permutation, test_mha_no_builtin, test_kc1, test_kc2, test_kc3
+status: graded
+fails: test_mha_submodules, test_mha_not_divisible, test_mha_matches_torch, test_mha_masks, test_mha_is_causal, test_mha_defaults, test_mha_fully_masked, test_mha_permutation, test_mha_no_builtin
 """
 # %% MultiHeadAttention
 def MultiHeadAttention(d_model, num_heads, bias=True):

@@ -1,10 +1,10 @@
 """Cheat (forbidden builtin): torch's scaled_dot_product_attention kept under a built name
-in a dictionary, so no name refers to it (review 1, hole 4). The checks see the call to
-the function while they run (CheckFailed in every test that calls it; the guard's
-operator-level report covers the routes they do not see, sdpa_stored_aten_op).
+in a dictionary, so no name refers to it (review 1, hole 4). Run again in a Python where
+torch's attention kernels are switched off in the dispatcher, it raises: every
+scaled_dot_product_attention test fails, and every test that runs MultiHeadAttention.
 
 status: graded
-fails: test_mha_defaults, test_mha_fully_masked, test_mha_is_causal, test_mha_masks, test_mha_matches_torch, test_mha_no_builtin, test_mha_permutation, test_sdpa_bad_input, test_sdpa_bool_mask, test_sdpa_dtype_device, test_sdpa_float_mask, test_sdpa_fully_masked, test_sdpa_half_precision, test_sdpa_is_causal, test_sdpa_known_values, test_sdpa_masked_far_scores, test_sdpa_no_builtin
+fails: test_sdpa_known_values, test_sdpa_bool_mask, test_sdpa_float_mask, test_sdpa_masked_far_scores, test_sdpa_fully_masked, test_sdpa_is_causal, test_sdpa_dtype_device, test_sdpa_half_precision, test_sdpa_bad_input, test_sdpa_no_builtin, test_mha_matches_torch, test_mha_masks, test_mha_is_causal, test_mha_defaults, test_mha_fully_masked, test_mha_permutation, test_mha_no_builtin
 """
 # %% scaled_dot_product_attention
 import torch
