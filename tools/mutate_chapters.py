@@ -30,6 +30,7 @@ part of ``make test``.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import time
@@ -99,7 +100,7 @@ def apply(notebook, mutation: Mutation):
         raise ValueError(f"{mutation.label}: found {count} times in the cell, not once")
     if mutation.find == mutation.replace:
         raise ValueError(f"{mutation.label}: the replacement changes nothing")
-    mutated = jupytext.reads(jupytext.writes(notebook, fmt="ipynb"), fmt="ipynb")
+    mutated = copy.deepcopy(notebook)
     mutated.cells[cells[mutation.cell]].source = source.replace(mutation.find, mutation.replace)
     return mutated
 
