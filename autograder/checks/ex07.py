@@ -1,12 +1,19 @@
 """Checks for ``ex07_transformer`` (TransformerBlock, TinyTransformer, train_tiny_transformer).
 
 The learner's block may be post-norm (Vaswani et al. 2017) or pre-norm (Xiong et al.
-2020): value checks load the learner's weights into the reference
-(:mod:`autograder.reference.transformer`) of both kinds and accept either. Submodule names
-follow :class:`torch.nn.TransformerEncoderLayer` (``self_attn``, ``linear1``, ``linear2``,
-``norm1``, ``norm2``) and the model has ``embedding``, ``blocks``, ``norm`` and
-``out_proj``, as the notebook states. Each check tests one behaviour; all run on the CPU in
-float32 with fixed seeds.
+2020): value checks load the parameters of a reference
+(:mod:`autograder.reference.transformer`) into the learner's module and accept the outputs
+of either kind of reference. Submodule names follow :class:`torch.nn.TransformerEncoderLayer`
+(``self_attn``, ``linear1``, ``linear2``, ``norm1``, ``norm2``) and the model has
+``embedding``, ``blocks``, ``norm`` and ``out_proj``, as the notebook states. Each check
+tests one behaviour; all run on the CPU in float32 with fixed seeds.
+
+Graded by the trusted checker, the learner's classes are :class:`autograder.checker.Remote`
+proxies and their modules :class:`autograder.checker.RemoteModule`: built in the kernel
+(with a seed sent along), loaded with the checker's parameters, run on the checker's inputs
+and probed by command (parameter shapes, submodules, the input of ``blocks[0]``); every
+verdict is decided here from the data that comes back. Called with the learner's own
+classes (the course's tests), the same checks run on the objects themselves.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from typing import Callable
 import torch
 from torch import nn
 
+from autograder import kernel_client
+from autograder.checker import Remote, RemoteModule
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.reference import transformer as ref
 from autograder.testing import assert_close, call_learner, check_tensor, fail
@@ -39,14 +48,47 @@ def _tensor(out, shape: tuple, what: str) -> torch.Tensor:
     return check_tensor(out, shape, what, dtype=torch.float32, finite=True)
 
 
+def _build(cls, kwargs: dict, seed: int, what: str):
+    """``cls(**kwargs)`` after ``torch.manual_seed(seed)`` (in the kernel for a Remote)."""
+    if isinstance(cls, Remote):
+        return call_learner(cls.call, (), kwargs, seed=seed, what=what,
+                            within=torch.set_grad_enabled(False))
+    torch.manual_seed(seed)
+    return _call(cls, what=what, **kwargs)
+
+
+def _seeded(module, inp, seed: int, what: str):
+    """``module(inp)`` after ``torch.manual_seed(seed)`` (in the kernel for a Remote)."""
+    if isinstance(module, Remote):
+        return call_learner(module.call, (inp,), {}, seed=seed, what=what,
+                            within=torch.set_grad_enabled(False))
+    torch.manual_seed(seed)
+    return _call(module, inp, what=what)
+
+
+def submodules(module) -> dict[str, dict]:
+    """name -> facts of ``module`` and every submodule
+    (:func:`autograder.kernel_client.describe_modules`), asked of the kernel for a
+    :class:`RemoteModule`."""
+    if isinstance(module, RemoteModule):
+        return dict(module.describe_modules())
+    return dict(kernel_client.describe_modules(module))
+
+
+def parameter_count(module) -> int:
+    """The number of parameters of ``module`` (from their shapes, for a RemoteModule)."""
+    if isinstance(module, RemoteModule):
+        return sum(math.prod(shape) for _, _, shape in module.parameter_shapes())
+    return sum(p.numel() for p in module.parameters())
+
+
 def make_block(TransformerBlock, d_model: int, num_heads: int, d_ff: int, dropout: float,
                seed: int = 0) -> nn.Module:
     """The learner's block with the given sizes, built after ``torch.manual_seed(seed)``."""
-    torch.manual_seed(seed)
     what = (f"TransformerBlock(d_model={d_model}, num_heads={num_heads}, d_ff={d_ff}, "
             f"dropout={dropout})")
-    block = _call(TransformerBlock, what=what, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
-                  dropout=dropout)
+    block = _build(TransformerBlock, dict(d_model=d_model, num_heads=num_heads, d_ff=d_ff,
+                                          dropout=dropout), seed, what)
     if not isinstance(block, nn.Module):
         fail(f"{what} should be a torch.nn.Module, got {type(block).__name__}")
     return block
@@ -55,12 +97,11 @@ def make_block(TransformerBlock, d_model: int, num_heads: int, d_ff: int, dropou
 def make_model(TinyTransformer, config: tuple, dropout: float, seed: int = 0) -> nn.Module:
     """The learner's model with the sizes of ``config`` (see MODEL_CONFIGS)."""
     vocab_size, d_model, num_heads, num_layers, d_ff, max_len = config
-    torch.manual_seed(seed)
     what = (f"TinyTransformer(vocab_size={vocab_size}, d_model={d_model}, num_heads={num_heads}, "
             f"num_layers={num_layers}, d_ff={d_ff}, max_len={max_len}, dropout={dropout})")
-    model = _call(TinyTransformer, what=what, vocab_size=vocab_size, d_model=d_model,
-                  num_heads=num_heads, num_layers=num_layers, d_ff=d_ff, max_len=max_len,
-                  dropout=dropout)
+    model = _build(TinyTransformer, dict(vocab_size=vocab_size, d_model=d_model,
+                                         num_heads=num_heads, num_layers=num_layers, d_ff=d_ff,
+                                         max_len=max_len, dropout=dropout), seed, what)
     if not isinstance(model, nn.Module):
         fail(f"{what} should be a torch.nn.Module, got {type(model).__name__}")
     return model
@@ -76,9 +117,17 @@ def _perturb_norms(module: nn.Module, seed: int) -> None:
                 m.bias.copy_(0.2 * torch.randn(m.bias.shape, generator=gen))
 
 
-def _load_into(reference: nn.Module, learner: nn.Module, what: str, names: str) -> None:
-    missing, _ = reference.load_state_dict(learner.state_dict(), strict=False)
-    if missing:
+def _load_into(learner, reference: nn.Module, what: str, names: str) -> None:
+    """The reference's parameters loaded into the learner's module (``load_state_dict``,
+    by command for a RemoteModule): fail when the learner's lacks one of them."""
+    state = {n: p.detach() for n, p in reference.named_parameters()}
+    try:
+        keys = learner.load_state_dict(state, strict=False)
+    except Exception as exc:  # noqa: BLE001 - a learner's module may refuse anything
+        fail(f"{what}: loading parameters of the shapes given in the notebook raised "
+             f"{type(exc).__name__}: {str(exc)[:300]} (it should have the submodules {names})")
+    if keys.unexpected_keys:
+        missing = list(keys.unexpected_keys)
         fail(f"{what} lacks the parameters {', '.join(missing[:4])}"
              f"{' ...' if len(missing) > 4 else ''}: it should have the submodules {names}")
 
@@ -189,7 +238,7 @@ def block_parameter_count(TransformerBlock) -> None:
     """The block has exactly the parameters of attention, a 2-layer FFN and two LayerNorms."""
     for d_model, num_heads, d_ff in BLOCK_CONFIGS:
         block = make_block(TransformerBlock, d_model, num_heads, d_ff, dropout=0.1)
-        got = sum(p.numel() for p in block.parameters())
+        got = parameter_count(block)
         if got != ref.block_parameter_count(d_model, d_ff):
             fail(f"TransformerBlock(d_model={d_model}, num_heads={num_heads}, d_ff={d_ff}) has "
                  f"{got} parameters; count those of one multi-head attention (four projections "
@@ -198,28 +247,31 @@ def block_parameter_count(TransformerBlock) -> None:
 
 
 def block_matches_reference(TransformerBlock) -> None:
-    """With the learner's weights, the block computes the post-norm or the pre-norm block."""
+    """With the reference's weights loaded, the block computes the post-norm or the
+    pre-norm block."""
     gen = torch.Generator().manual_seed(71)
     for i, (d_model, num_heads, d_ff) in enumerate(BLOCK_CONFIGS):
         block = make_block(TransformerBlock, d_model, num_heads, d_ff, dropout=0.0, seed=i)
-        _perturb_norms(block, seed=i)
-        block.eval()
         what = f"TransformerBlock(d_model={d_model}, num_heads={num_heads}, d_ff={d_ff})"
+        torch.manual_seed(100 + i)
+        references = {norm_first: ref.EncoderBlock(d_model, num_heads, d_ff, dropout=0.0,
+                                                   norm_first=norm_first).eval()
+                      for norm_first in (False, True)}
+        _perturb_norms(references[False], seed=i)
+        references[True].load_state_dict(references[False].state_dict())
+        _load_into(block, references[False], what, _BLOCK_NAMES)
+        block.eval()
         x = 2 * torch.randn(3, 6, d_model, generator=gen)
         out = _tensor(_call(block, x, what=f"{what} on x of shape (3, 6, {d_model})"),
                       (3, 6, d_model), f"the output of {what}")
-        expected = {}
-        for norm_first in (False, True):
-            reference = ref.EncoderBlock(d_model, num_heads, d_ff, dropout=0.0,
-                                         norm_first=norm_first).eval()
-            _load_into(reference, block, what, _BLOCK_NAMES)
-            with torch.no_grad():
-                expected[norm_first] = reference(x)
+        with torch.no_grad():
+            expected = {n: r(x) for n, r in references.items()}
         if not _matches_one(out, expected):
             fail(f"{what}: the output is neither the post-norm block LN(x + Sublayer(x)) nor the "
                  "pre-norm block x + Sublayer(LN(x)) of the same weights (check the residual "
                  "connections, the LayerNorms over the last axis and the ReLU feed-forward "
-                 "network)." + _matching_mistake(out, _block_mistakes(reference, x).items()))
+                 "network)." + _matching_mistake(out, _block_mistakes(references[False],
+                                                                      x).items()))
 
 
 def block_is_causal(TransformerBlock) -> None:
@@ -305,50 +357,60 @@ def positional_encoding_before_first_block(TinyTransformer) -> None:
         vocab_size, d_model, max_len = config[0], config[1], config[-1]
         model = make_model(TinyTransformer, config, dropout=0.0)
         model.eval()
-        embedding, blocks = getattr(model, "embedding", None), getattr(model, "blocks", None)
-        if not isinstance(embedding, nn.Embedding) or not isinstance(blocks, nn.ModuleList) \
-                or len(blocks) == 0:
+        layers = submodules(model)
+        embedding, blocks = layers.get("embedding", {}), layers.get("blocks", {})
+        if "embedding_dim" not in embedding or not blocks.get("torch_class", "").endswith(
+                ".ModuleList") or "blocks.0" not in layers:
             fail("the model should have an nn.Embedding `embedding` and an nn.ModuleList "
                  "`blocks` of TransformerBlock")
+        weight = torch.randn(vocab_size, d_model, generator=gen) / math.sqrt(d_model)
+        try:
+            keys = model.load_state_dict({"embedding.weight": weight}, strict=False)
+        except Exception as exc:  # noqa: BLE001 - a learner's module may refuse anything
+            fail(f"loading embedding.weight of shape ({vocab_size}, {d_model}) raised "
+                 f"{type(exc).__name__}: {str(exc)[:300]}")
+        if keys.unexpected_keys:
+            fail("the model's embedding should be an nn.Embedding(vocab_size, d_model)")
         seen = []
 
         def record(module, args, kwargs):
             seen.append(args[0] if args else kwargs.get("x", next(iter(kwargs.values()), None)))
 
         tokens = _tokens(gen, vocab_size, 2, max_len)
-        handle = blocks[0].register_forward_pre_hook(record, with_kwargs=True)
+        handle = model.blocks[0].register_forward_pre_hook(record, with_kwargs=True)
         try:
             _call(model, tokens, what=f"a model (d_model={d_model})")
         finally:
             handle.remove()
         if not seen or not isinstance(seen[0], torch.Tensor):
             fail("the model's forward should call its first block, blocks[0], on a tensor")
-        with torch.no_grad():
-            expected = embedding(tokens) * math.sqrt(d_model) + ref.positional_encoding(
-                max_len, d_model)
+        expected = weight[tokens] * math.sqrt(d_model) + ref.positional_encoding(max_len, d_model)
         assert_close(seen[0], expected, f"the input of the first block (d_model={d_model}): it "
                      "should be the token embeddings times sqrt(d_model) plus the sinusoidal "
                      "positional encodings", rtol=1e-5, atol=1e-5)
 
 
 def model_matches_reference(TinyTransformer) -> None:
-    """With the learner's weights, the logits are those of the reference decoder-only model."""
+    """With the reference's weights loaded, the logits are those of the reference
+    decoder-only model."""
     gen = torch.Generator().manual_seed(76)
     for i, config in enumerate(MODEL_CONFIGS):
         vocab_size, d_model, num_heads, num_layers, d_ff, max_len = config
         model = make_model(TinyTransformer, config, dropout=0.0, seed=i)
-        _perturb_norms(model, seed=i)
-        model.eval()
         what = f"a model with vocab_size={vocab_size}, d_model={d_model}, num_layers={num_layers}"
+        torch.manual_seed(200 + i)
+        references = {norm_first: ref.DecoderOnlyTransformer(
+            vocab_size, d_model, num_heads, num_layers, d_ff, max_len, dropout=0.0,
+            norm_first=norm_first).eval() for norm_first in (False, True)}
+        _perturb_norms(references[False], seed=i)
+        references[True].load_state_dict(references[False].state_dict())
+        _load_into(model, references[False], what, _MODEL_NAMES)
+        model.eval()
         tokens = _tokens(gen, vocab_size, 3, max_len)
         out = _tensor(_call(model, tokens, what=what), (3, max_len, vocab_size),
                       f"the logits of {what}")
         expected, mistakes = {}, []
-        for norm_first in (False, True):
-            reference = ref.DecoderOnlyTransformer(vocab_size, d_model, num_heads, num_layers,
-                                                   d_ff, max_len, dropout=0.0,
-                                                   norm_first=norm_first).eval()
-            _load_into(reference, model, what, _MODEL_NAMES)
+        for norm_first, reference in references.items():
             with torch.no_grad():
                 expected[norm_first] = reference(tokens)
             mistakes += _model_mistakes(reference, tokens).items()
@@ -370,10 +432,7 @@ def eval_mode_is_deterministic(TransformerBlock, TinyTransformer) -> None:
         what = f"a {name} with dropout=0.5 in eval mode"
         module.train()
         module.eval()
-        outs = []
-        for seed in (1, 2):
-            torch.manual_seed(seed)
-            outs.append(_call(module, inp, what=what))
+        outs = [_seeded(module, inp, seed, what) for seed in (1, 2)]
         if not isinstance(outs[0], torch.Tensor) or not torch.equal(outs[0], outs[1]):
             fail(f"{what}: two calls on the same input gave different outputs; dropout must be "
                  "the identity in eval mode (use nn.Dropout modules, or pass "
@@ -391,10 +450,7 @@ def dropout_acts_in_training(TransformerBlock, TinyTransformer) -> None:
     for module, inp, name in ((block, x, "TransformerBlock"), (model, tokens, "TinyTransformer")):
         what = f"a {name} with dropout=0.5 in train mode"
         module.train()
-        outs = []
-        for seed in (1, 2):
-            torch.manual_seed(seed)
-            outs.append(_call(module, inp, what=what))
+        outs = [_seeded(module, inp, seed, what) for seed in (1, 2)]
         if not isinstance(outs[0], torch.Tensor) or torch.equal(outs[0], outs[1]):
             fail(f"{what}: two calls gave identical outputs; dropout should act in training "
                  "(in the block: on each sub-layer's output)")
@@ -410,7 +466,11 @@ def held_out_digits(num_sequences: int = 1000) -> torch.Tensor:
 
 
 def trained_model_reverses(model, threshold: float = ref.ACCURACY_THRESHOLD) -> None:
-    """The trained model reverses at least ``threshold`` of 1000 held-out sequences exactly."""
+    """The trained model reverses at least ``threshold`` of 1000 held-out sequences exactly.
+
+    Greedy decoding runs here (:func:`autograder.reference.transformer.reversal_accuracy`):
+    for a RemoteModule, each step sends the tokens so far to the kernel and judges the
+    logits that come back."""
     if not isinstance(model, nn.Module):
         fail(f"train_tiny_transformer should return the trained model (an nn.Module), got "
              f"{type(model).__name__}")

@@ -27,15 +27,17 @@ The checker then asks there for the same calls it makes in the kernel (:func:`ve
 what the kernel returned, the probe must return too (values to float rounding). A
 delegating function raises there, and every test of the part it belongs to fails.
 
-Limits, said plainly: code that copies torch's Python source of multi-head attention
-computes with basic operators and passes (as copied code would anywhere); a submission
-that calls torch's attention in the kernel and its own code where that fails has the own
-implementation the rule asks for, and passes; ``torch.compile``, whose pattern matcher can
-rewrite an own attention into torch's fused operator, fails in the probe; a determined
-learner who loads a second copy of libtorch under another name, or calls its C++ symbols
-through ``ctypes``, is not stopped (nothing short of removing the kernels from the library
-would). The calls cover the paths the tests grade (no mask, boolean and float masks,
-is_causal, float32, float16, bfloat16, 2-D to 4-D, CUDA when present), not every shape.
+Limits, said plainly: the Python-level replacements of step 2 can be undone (torch's
+source file is readable, and code executed from it, like copied code anywhere, computes
+with basic operators) and then pass; a submission that calls torch's attention in the
+kernel and its own code where that fails has the own implementation the rule asks for,
+and passes; ``torch.compile`` cannot compile there (no ``execve``: no compiler) and fails;
+a determined learner who loads a second copy of libtorch under another name, or calls
+its C++ symbols through ``ctypes``, is not stopped (nothing short of removing the kernels
+from the library would). The calls cover the paths the tests grade (no mask, boolean and
+float masks, is_causal, float32, float16, bfloat16, 2-D to 4-D, CUDA when present), not
+every shape. The probe sees what the kernel has of the course (``autograder.testing``),
+not the submission's folder.
 Without bubblewrap (``grade --no-sandbox``) the probe runs unsandboxed.
 """
 
@@ -223,7 +225,7 @@ def command(course: Path) -> list[str]:
     return [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *_system_binds(),
             "--ro-bind", str(course), str(course),
-            "--remount-ro", "/", "--chdir", "/tmp", "--clearenv",
+            "--remount-ro", "/", "--tmpfs", "/tmp", "--chdir", "/tmp", "--clearenv",
             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
             "--setenv", "HOME", "/tmp", "--setenv", "OMP_NUM_THREADS", "1", "--", *py]
 
