@@ -505,9 +505,17 @@ class Session:
             self._clean()
 
     def _args(self, rid: str, args, kwargs, op: str, **extra) -> dict:
+        """A request's arguments: plain data, tensors as data, and a proxy of this
+        kernel's (a learner's module passed to a learner's function) as its number."""
         arrays = wire.Arrays(self.folder, f"{rid}.in")
-        return {"op": op, "args": wire.encode(tuple(args), arrays),
-                "kwargs": wire.encode(dict(kwargs), arrays), **extra}
+
+        def handle(value):
+            if isinstance(value, Remote) and value._session is self:
+                return {"t": "handle", "id": value._id}
+            return None
+
+        return {"op": op, "args": wire.encode(tuple(args), arrays, handle=handle),
+                "kwargs": wire.encode(dict(kwargs), arrays, handle=handle), **extra}
 
     def call(self, handle: int, args, kwargs, *, method: str | None = None,
              seed: int | None = None) -> tuple[Any, list[int]]:

@@ -170,14 +170,13 @@ def test_other_assignments_cheats(other_run):
     assert wrong == []
 
 
+@pytest.mark.parametrize("other_run", ["ex05_torch_attention"], indirect=True)
 def test_ex05_checker_cheats_keep_at_most_half_of_what_they_aim_at(other_run):
     """Issue 23, ex05: torch's fused attention by another name, torch's comparisons patched
     in the kernel for good or for one call, a tensor and a module that lie about themselves:
     each cheat earns at most half the points of the tests it aims at (its ``aims at:``
     line), or tampering."""
     assignment, (expected, _, rows, tests, _, _, _) = other_run
-    if assignment != "ex05_torch_attention":
-        pytest.skip("ex05's cheats only")
     aimed = {}
     for name, path in _cheats(assignment).items():
         m = re.search(r"^aims at:\s*(.*)$", path.read_text(encoding="utf-8"), flags=re.M)

@@ -457,6 +457,19 @@ def test_a_module_whose_own_surfaces_lie_is_read_through_torchs_base_class(tmp_p
                           "norm.weight", "norm.bias", "scale"} and len(shapes) == 6
 
 
+def test_a_learners_module_passed_to_a_learners_function_is_the_kernels_object(tmp_path):
+    session, namespace = _module_session(
+        tmp_path, block=_Block(4), twice=lambda module, x: (module(x) * 2, module.num_heads))
+
+    def test():
+        block, twice = session.resolve("block"), session.resolve("twice")
+        x = torch.ones(1, 2, 4)
+        return block(x), twice(block, x)
+
+    once, (doubled, heads) = session.serving(test)
+    assert torch.allclose(doubled, 2 * once) and heads == 2
+
+
 def test_a_malformed_tensor_in_a_kernels_reply_breaks_the_protocol(tmp_path):
     import autograder.kernel_client as kc
 

@@ -224,8 +224,9 @@ def command(course: Path) -> list[str]:
         return py
     return [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *_system_binds(),
-            "--ro-bind", str(course), str(course),
-            "--remount-ro", "/", "--tmpfs", "/tmp", "--chdir", "/tmp", "--clearenv",
+            "--remount-ro", "/", "--tmpfs", "/tmp",  # a writable /tmp of its own
+            "--ro-bind", str(course), str(course),  # (under /tmp: bound after it)
+            "--chdir", "/tmp", "--clearenv",
             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
             "--setenv", "HOME", "/tmp", "--setenv", "OMP_NUM_THREADS", "1", "--", *py]
 
