@@ -244,10 +244,17 @@ def test_the_mutation_run_kills_a_false_claim_and_reports_survivors(tmp_path):
         ["assert total == 4", "assert total >= 4"],      # a weaker check: survives
         ["total = 2 + 2", "total = 2 + undefined"],      # broken code: an error
     ]}]}
-    record = MUTATE.run_chapter("00_tiny", entry, chapters_dir=tmp_path, log=lambda *a: None)
+    journal = tmp_path / "journal.jsonl"
+    record = MUTATE.run_chapter("00_tiny", entry, chapters_dir=tmp_path, log=lambda *a: None,
+                                journal=journal)
     assert record["control"]["status"] == "pass"
     statuses = [m["status"] for m in record["mutations"]]
     assert statuses == ["killed", "survived", "error"], record
+    # A run cut short resumes from its journal: nothing runs again, the results are the same.
+    (tmp_path / "00_tiny.md").write_text(TINY.replace("2 + 2 = 4", "2 + 2 = 4\nraise SystemExit"))
+    again = MUTATE.run_chapter("00_tiny", entry, chapters_dir=tmp_path, log=lambda *a: None,
+                               done=MUTATE._read_journal(journal))
+    assert [m["status"] for m in again["mutations"]] == statuses
     assert record["mutations"][0]["cell"] == "ch00-sum"
     row = MUTATE.summary([record])[0]
     assert (row["mutations"], row["killed"], row["kill_rate"]) == (3, 1, 1 / 3)

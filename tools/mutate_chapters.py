@@ -23,8 +23,10 @@ Usage (from the course folder, with the course's virtual environment)::
     python tools/mutate_chapters.py --keep DIR           # also write each mutated chapter (.md)
 
 The results are printed (one line per mutation, then a table per chapter) and written to
-``_build/mutations.json`` (``--output``). It takes about half an hour on two cores; it is not
-part of ``make test``.
+``_build/mutations.json`` (``--output``); each result is also appended, as it comes, to
+``_build/mutations.json.partial.jsonl``, and ``--resume`` skips the mutations recorded there
+(a run cut short loses nothing). It takes about an hour on two shared cores; it is not part
+of ``make test``.
 """
 
 from __future__ import annotations
@@ -137,14 +139,28 @@ def execute(notebook, workdir: Path, timeout: int = 600) -> Outcome:
     return Outcome("pass", None, None, time.perf_counter() - start)
 
 
+def _key(chapter: str, label: str) -> str:
+    return f"{chapter} {label}"
+
+
 def run_chapter(chapter: str, entry: dict, jobs: int = 1, keep: Path | None = None,
-                chapters_dir: Path = CHAPTERS, log=print) -> dict:
-    """Control run, then every mutation of one chapter; returns the chapter's record."""
+                chapters_dir: Path = CHAPTERS, log=print, journal: Path | None = None,
+                done: dict | None = None) -> dict:
+    """Control run, then every mutation of one chapter; returns the chapter's record.
+
+    ``journal``: a JSON-lines file each result is appended to as it comes; ``done``: results
+    of an earlier run (by chapter and label) that are reused instead of run again.
+    """
     notebook = read_chapter(chapter, chapters_dir)
     mutations = mutations_of(chapter, entry)
-    control = execute(read_chapter(chapter, chapters_dir), chapters_dir)
-    if control.status != "pass":
-        control.status = "fail"
+    done = done or {}
+    if _key(chapter, "control") in done:
+        control = Outcome(**done[_key(chapter, "control")])
+    else:
+        control = execute(read_chapter(chapter, chapters_dir), chapters_dir)
+        if control.status != "pass":
+            control.status = "fail"
+        _append(journal, {"key": _key(chapter, "control"), **asdict(control)})
     log(f"[{chapter}] control: {control.status} ({control.seconds:.0f} s)"
         + (f" at {control.cell}: {control.error}" if control.error else ""))
     record = {"chapter": chapter, "control": asdict(control), "mutations": []}
@@ -152,6 +168,9 @@ def run_chapter(chapter: str, entry: dict, jobs: int = 1, keep: Path | None = No
         return record
 
     def one(mutation: Mutation) -> dict:
+        key = _key(chapter, mutation.label)
+        if key in done:
+            return {**asdict(mutation), **done[key]}
         mutated = apply(notebook, mutation)
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
@@ -162,11 +181,31 @@ def run_chapter(chapter: str, entry: dict, jobs: int = 1, keep: Path | None = No
             outcome.status = "survived"
         log(f"[{chapter}] {outcome.status:8s} {mutation.label}"
             + (f"  <- {outcome.cell}: {outcome.error}" if outcome.cell else ""))
+        _append(journal, {"key": key, **asdict(outcome)})
         return {**asdict(mutation), **asdict(outcome)}
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        record["mutations"] = list(pool.map(one, mutations))
+    if jobs <= 1:
+        record["mutations"] = [one(m) for m in mutations]
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            record["mutations"] = list(pool.map(one, mutations))
     return record
+
+
+def _append(journal: Path | None, row: dict) -> None:
+    if journal is not None:
+        with journal.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def _read_journal(journal: Path) -> dict:
+    done = {}
+    if journal.is_file():
+        for line in journal.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                done[row.pop("key")] = row
+    return done
 
 
 def summary(records: list[dict]) -> list[dict]:
@@ -203,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claims", type=Path, default=CLAIMS)
     parser.add_argument("--output", type=Path, default=REPO / "_build" / "mutations.json")
     parser.add_argument("--keep", type=Path, help="write each mutated chapter to this folder")
+    parser.add_argument("--resume", action="store_true",
+                        help="reuse the results recorded in OUTPUT.partial.jsonl by a run cut short")
     parser.add_argument("--dry-run", action="store_true",
                         help="only check that every mutation applies; execute nothing")
     args = parser.parse_args(argv)
@@ -227,12 +268,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{sum(len(mutations_of(n, table[n])) for n in names)} mutations apply")
         return 0
 
-    records = [run_chapter(name, table[name], args.jobs, args.keep) for name in names]
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    journal = args.output.with_name(args.output.name + ".partial.jsonl")
+    done = _read_journal(journal) if args.resume else {}
+    if not args.resume:
+        journal.unlink(missing_ok=True)
+    records = [run_chapter(name, table[name], args.jobs, args.keep, journal=journal, done=done)
+               for name in names]
     rows = summary(records)
     print_table(rows)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps({"summary": rows, "chapters": records}, indent=1),
                            encoding="utf-8")
+    journal.unlink(missing_ok=True)
     print(f"\nwritten to {args.output}")
     return 0 if all(r["control"] == "pass" for r in rows) else 1
 
