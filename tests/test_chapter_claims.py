@@ -278,12 +278,14 @@ def mini_book(tmp_path: Path, chapters: dict[str, str], package: bool = False) -
                         ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "intro.md").write_text(
         "# Intro\n\nA test book.\n\n```{bibliography}\n```\n", encoding="utf-8")
+    # Every chapter links the notation page; the real one links every chapter, so a stub.
+    (tmp_path / "notation.md").write_text("# Notation\n\nA stub.\n", encoding="utf-8")
     # The chapters show reference code with {literalinclude} ../autograder/reference/...
     src = REPO / "autograder" if package else REPO / "autograder" / "reference"
     shutil.copytree(src, tmp_path / src.relative_to(REPO),
                     ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "chapters").mkdir()
-    toc = ["format: jb-book", "root: intro", "chapters:"]
+    toc = ["format: jb-book", "root: intro", "chapters:", "  - file: notation"]
     exercises = []
     for name, text in chapters.items():
         (tmp_path / "chapters" / f"{name}.md").write_text(text, encoding="utf-8")
