@@ -44,6 +44,7 @@ Without bubblewrap (``grade --no-sandbox``) the probe runs unsandboxed.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import weakref
@@ -225,10 +226,22 @@ def command(course: Path) -> list[str]:
     return [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *_system_binds(),
             "--remount-ro", "/", "--tmpfs", "/tmp",  # a writable /tmp of its own
+            *_under_tmp_again(),  # a Python environment in /tmp (a clone there) stays seen
             "--ro-bind", str(course), str(course),  # (under /tmp: bound after it)
             "--chdir", "/tmp", "--clearenv",
             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
             "--setenv", "HOME", "/tmp", "--setenv", "OMP_NUM_THREADS", "1", "--", *py]
+
+
+def _under_tmp_again() -> list[str]:
+    """Binds, read-only, of the Python environment's folders that the probe's own ``/tmp``
+    hides (a virtual environment in a clone under ``/tmp``, as CI's may be)."""
+    out: list[str] = []
+    for path in dict.fromkeys((sys.prefix, sys.exec_prefix, sys.base_prefix)):
+        real = os.path.realpath(path)
+        if real == "/tmp" or real.startswith("/tmp/"):
+            out += ["--ro-bind", real, real]
+    return out
 
 
 class ProbeFailed(Exception):
