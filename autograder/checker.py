@@ -471,6 +471,11 @@ class Session:
         the exception it raised, as a stand-in."""
         reply = self._request(lambda rid: self._args(rid, args, kwargs or {}, op, handle=handle,
                                                      **self._modes(), **fields))
+        return self._reply_value(reply)
+
+    def _reply_value(self, reply: dict):
+        """A call's value from ``reply`` (or the stand-in it raised), the folder cleared,
+        and what the kernel's watched submodules saw handed to the checker's hooks."""
         try:
             seen = self._captured(reply)
             try:
@@ -531,17 +536,7 @@ class Session:
         if seed is not None:
             extra["seed"] = int(seed)
         reply = self._request(lambda rid: self._args(rid, args, kwargs, "call", **extra))
-        try:
-            seen = self._captured(reply)
-            try:
-                result = self._value(reply, f"{self.rid}.out")
-            except BaseException:
-                self._clean()
-                self._deliver(seen)
-                raise
-        finally:
-            self._clean()
-        self._deliver(seen)
+        result = self._reply_value(reply)
         changed = reply.get("changed")
         if type(changed) is not list or not all(type(i) is int for i in changed):
             raise ProtocolError("a malformed report of changed arguments")
