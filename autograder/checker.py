@@ -23,6 +23,7 @@ import re
 import secrets
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -46,6 +47,11 @@ class ProtocolError(BaseException):
 
 class CheckStopped(BaseException):
     """The kernel stopped answering (it died, or a call ran past the time limit)."""
+
+
+class TimeLimit(CheckStopped):
+    """The learner's code in a test ran longer than the cell's time limit (the checker
+    interrupted the kernel)."""
 
 
 class Remote:
@@ -330,10 +336,15 @@ class Session:
             self.folder = wire.Folder(folder)  # by descriptor: no link reroutes a write
         except OSError as exc:
             raise ProtocolError(f"the exchange folder was replaced: {exc}") from None
-        self.timeout = timeout  # seconds a probe may run (the cells' time limit)
+        # The cell time limit: seconds of the learner's code per test in the kernel, and of
+        # CPU per probe (autograder.limits); the checker's own work is not counted.
+        self.timeout = timeout
         self.n = 0
         self.line: _Line | None = None  # the kernel's line while a test runs
         self.km = None  # the kernel's manager (its sandbox), when the grader set it
+        # How the checker stops a kernel that ran past the limit: SIGINT, then SIGKILL.
+        self.interrupt: Callable[[], None] = lambda: None
+        self.kill: Callable[[], None] = lambda: None
         # The checker's hooks on learner modules: capture number -> (hook, module, kwargs?)
         self.hooks: dict[int, tuple] = {}
         self.on_close: list[Callable[[], None]] = []  # run by close() (built programs' ends)
@@ -342,12 +353,18 @@ class Session:
         """``test()`` run in a thread of the checker while one kernel cell serves it
         (:func:`autograder.kernel_client.serve_test`): every call the test makes goes over
         that cell's socket, so a test costs one kernel cell however many calls it makes.
-        The cell's time limit bounds the whole test. Returns what ``test`` returned, or
-        raises what it raised; CheckStopped when the kernel stopped serving first. The
-        same kernel cell first runs ``visible`` (a test cell's visible part, for display)."""
+        The same kernel cell first runs ``visible`` (a test cell's visible part, for
+        display). Returns what ``test`` returned, or raises what it raised; CheckStopped
+        when the kernel stopped serving first.
+
+        The time limit counts the kernel's time only: until it connects (the visible part)
+        and while it answers a request (the learner's code), never the checker's own work
+        (probes, builds, comparisons), which a loaded machine makes slower for every
+        learner alike. Past the limit the checker interrupts the kernel (TimeLimit), and
+        kills it when the cell has not ended :data:`GRACE` seconds later."""
         import threading
 
-        line = self.line = _Line(self.folder)
+        line = self.line = _Line(self.folder, self.timeout)
         outcome: dict = {}
 
         def run():
@@ -357,7 +374,11 @@ class Session:
             except BaseException as exc:  # noqa: BLE001 - handed to the grading thread
                 outcome["raised"] = exc
             finally:
+                if line.overran:
+                    self.interrupt()
                 line.finish()
+                if line.overran and not line.cell_ended.wait(GRACE):
+                    self.kill()  # it ignored the interrupt (a handler, a loop in C)
 
         worker = threading.Thread(target=run, name="checker", daemon=True)
         worker.start()
@@ -365,12 +386,18 @@ class Session:
             self.execute('__import__("autograder.kernel_client", fromlist=["serve_test"])'
                          f'.serve_test(globals(), {str(self.folder.path)!r}, {line.name!r}, '
                          f'{visible!r})')
+        except CheckStopped:
+            if not line.overran:
+                raise
         finally:
             line.kernel_done()
             worker.join()
             if line.conn is not None:
                 line.conn.close()
             self.line = None
+        if line.overran:
+            raise TimeLimit(f"the test ran longer than the time limit ({self.timeout:g} s "
+                            "of your code's time)")
         if "raised" in outcome:
             raise outcome["raised"]
         return outcome.get("value")
@@ -590,14 +617,21 @@ def _solution_cells(nb) -> list[str]:
         c.get("metadata", {}).get("nbgrader", {}).get("locked") and not is_grade(c)))]
 
 
+# Seconds a kernel interrupted at the time limit has to end its cell before it is killed.
+GRACE = 10.0
+now = time.monotonic  # the clock the kernel's time is read from (tests give their own)
+
+
 class _Line:
     """The socket one kernel cell serves a test over: the checker sends a request's id,
     the kernel sends it back when its reply is written. Only ids cross here; requests and
-    replies are files (:mod:`autograder.wire`). Nothing here depends on timing: the
-    checker waits until the kernel answers, connects or ends its cell."""
+    replies are files (:mod:`autograder.wire`). The checker waits until the kernel answers,
+    connects or ends its cell, and counts the time it waits: the kernel's time, of which
+    a test may take ``limit`` seconds (:attr:`overran` past that)."""
 
-    def __init__(self, folder: wire.Folder):
+    def __init__(self, folder: wire.Folder, limit: float | None = None):
         import socket
+        import threading
 
         from autograder.kernel_client import socket_path
 
@@ -607,11 +641,22 @@ class _Line:
         self.listener.listen(1)
         self.conn = None
         self.ended = False  # the kernel's cell has ended
+        self.cell_ended = threading.Event()
         self.reader = None
+        self.left = float(limit) if limit and limit > 0 else None  # kernel seconds left
+        self.overran = False
+
+    def _spend(self, start: float) -> None:
+        if self.left is not None:
+            self.left -= now() - start
+            if self.left <= 0:
+                self.overran = True
+                raise CheckStopped("the test ran longer than the time limit")
 
     def accept(self) -> None:
         import select
 
+        start = now()
         try:
             while self.conn is None:
                 ready, _, _ = select.select([self.listener], [], [], 0.05)
@@ -620,6 +665,9 @@ class _Line:
                     self.reader = self.conn.makefile("rb")
                 elif self.ended:
                     break
+                else:
+                    self._spend(start)
+                    start = now()
         except (OSError, ValueError):
             pass
         if self.conn is None:
@@ -627,12 +675,19 @@ class _Line:
                                 "ran something else)")
 
     def ask(self, rid: str) -> None:
-        """Send ``rid`` and wait until the kernel says its reply is written."""
+        """Send ``rid`` and wait until the kernel says its reply is written (CheckStopped
+        when the test's time is used up first)."""
+        start = now()
         try:
+            self.conn.settimeout(None if self.left is None else max(self.left, 0.001))
             self.conn.sendall(rid.encode("ascii") + b"\n")
             answer = self.reader.readline(200)
+        except TimeoutError:  # socket.timeout: the kernel's time is used up
+            self.overran = True
+            raise CheckStopped("the test ran longer than the time limit") from None
         except (OSError, ValueError, AttributeError):
             answer = b""
+        self._spend(start)
         if not answer:
             raise CheckStopped("the kernel stopped answering the checker (a call ran past "
                                "the time limit, or the kernel died)")
@@ -655,6 +710,7 @@ class _Line:
         import socket
 
         self.ended = True
+        self.cell_ended.set()
         conn = self.conn
         if conn is not None:
             try:

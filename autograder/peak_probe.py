@@ -60,6 +60,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import limits
+
 MIB = 2**20
 # The probe's memory limit (both of its cgroups together, no swap): far above any honest
 # peak and the largest library import (torch, ~0.5 GiB), below a grading machine's RAM.
@@ -689,7 +691,7 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
                "rows": list(rows), "warmup": warmup,
                "estimate": "" if groups is not None else Path(memory.__file__).read_text()}
     start = time.monotonic()
-    deadline = start + timeout
+    deadline = start + limits.backstop(timeout)  # the CPU time: its rlimit
     env = None if boxed else {**ENV, "PATH": os.environ.get("PATH", ENV["PATH"])}
     proc = None
     try:
@@ -697,7 +699,8 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
         # becomes the probe: everything the probe starts is in the cgroup from its first
         # page (a shell that cannot read its line exits, it never runs the probe outside).
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", 'read _ || exit 97; exec "$@"', "sh", *cmd],
+            limits.limited(["/bin/sh", "-c", 'read _ || exit 97; exec "$@"', "sh", *cmd],
+                           timeout),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             cwd="/tmp" if not boxed else "/", env=env, start_new_session=True)
         if groups is not None:
@@ -744,6 +747,9 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
                 return measured
         if measured.error:
             return measured
+        if limits.out_of_cpu(proc.returncode):
+            measured.error = f"the probe ran longer than {timeout:g} s of CPU time"
+            return measured
         if b"\n" not in pipes.out:
             measured.error = (f"the probe ended (status {proc.returncode}) without an answer"
                               + (f": {pipes.stderr_tail()}" if pipes.stderr_tail() else ""))
@@ -769,7 +775,10 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
 def _stopped(proc: subprocess.Popen, pipes: _Pipes, timeout: float, when: str) -> str:
     if proc.poll() is None:
         _end(proc)
-        return f"the probe ran longer than {timeout:g} s{' ' + when if when else ''}"
+        return (f"the probe waited longer than {limits.backstop(timeout):g} s"
+                f"{' ' + when if when else ''}")
+    if limits.out_of_cpu(proc.returncode):
+        return f"the probe ran longer than {timeout:g} s of CPU time{' ' + when if when else ''}"
     tail = pipes.stderr_tail()
     return (f"the probe ended (status {proc.returncode}) {when or 'before it answered'}"
             + (f": {tail}" if tail else ""))

@@ -22,6 +22,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from autograder import limits
+
 TIMEOUT = 60
 MAX_OUTPUT = 4 * 2**20
 
@@ -118,10 +120,14 @@ def run(cells: list[str], calls: list[tuple[str, tuple]], banned: tuple[str, ...
             calls), []
 
     try:
-        done = subprocess.run(command(), input=request.encode(), capture_output=True,
-                              timeout=timeout, cwd=Path("/"))
+        done = subprocess.run(limits.limited(command(), timeout), input=request.encode(),
+                              capture_output=True, timeout=limits.backstop(timeout),
+                              cwd=Path("/"))
     except subprocess.TimeoutExpired:
-        return failed("TimeoutError", f"the cells ran longer than {timeout:g} s")
+        return failed("TimeoutError", f"the cells waited longer than "
+                      f"{limits.backstop(timeout):g} s")
+    if limits.out_of_cpu(done.returncode):
+        return failed("TimeoutError", f"the cells ran longer than {timeout:g} s of CPU time")
     text = done.stdout[:MAX_OUTPUT + 1]
     try:
         answer = json.loads(text.decode("utf-8")) if len(text) <= MAX_OUTPUT else None

@@ -55,7 +55,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import os
 import queue
 import re
@@ -64,7 +63,6 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -73,7 +71,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from autograder import rust
+from autograder import limits, rust
 from autograder.rust import (SIGNATURES, RustCompileError, RustNotImplemented, RustPanic,
                              RustSource)
 
@@ -527,29 +525,6 @@ def _write_new(path: Path, data: bytes) -> None:
 
 # -------------------------------------------------------------------- sandboxes
 
-# Run with -I -S -c: set the resource limits, then become the command (so that the
-# command is this process's child, and bwrap's --die-with-parent watches this process).
-_LIMITS = r'''
-import os, resource, sys
-cpu, space, size = (int(x) for x in sys.argv[1:4])
-resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-if cpu > 0:
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-if space > 0:
-    resource.setrlimit(resource.RLIMIT_AS, (space, space))
-if size > 0:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-os.execv(sys.argv[4], sys.argv[4:])
-'''
-
-
-def _limited(cmd: list[str], cpu: float, space: int, size: int = 0) -> list[str]:
-    """``cmd`` run under resource limits: ``cpu`` seconds of CPU, ``space`` bytes of
-    address space, files of at most ``size`` bytes (0: no limit), no core file."""
-    return [sys.executable, "-I", "-S", "-c", _LIMITS, str(max(1, math.ceil(cpu))),
-            str(space), str(size), *cmd]
-
-
 def _system_root() -> list[str]:
     """bwrap arguments for ``/usr`` read-only and the merged-/usr links (/bin, /lib...)."""
     args = ["--ro-bind", "/usr", "/usr"]
@@ -610,9 +585,12 @@ def _rustc(tc: Toolchain, src: Path, out: Path, args: list[str],
         cmd, cwd, outer = [tc.rustc, *args], str(src), env
         env["TMPDIR"] = str(out)
     try:
-        done = subprocess.run(_limited(cmd, timeout, COMPILE_ADDRESS_SPACE, COMPILE_FILE_SIZE),
-                              capture_output=True, timeout=timeout, cwd=cwd, env=outer)
+        done = subprocess.run(limits.limited(cmd, timeout, COMPILE_ADDRESS_SPACE,
+                                             COMPILE_FILE_SIZE), capture_output=True,
+                              timeout=limits.backstop(timeout), cwd=cwd, env=outer)
     except subprocess.TimeoutExpired:
+        return None, ""
+    if limits.out_of_cpu(done.returncode):
         return None, ""
     return done.returncode, done.stderr.decode("utf-8", "replace")
 
@@ -620,7 +598,7 @@ def _rustc(tc: Toolchain, src: Path, out: Path, args: list[str],
 def _run_command(binary: Path, libs: tuple[str, ...], cpu: float) -> list[str]:
     """The command line of a program's process: sandboxed where bubblewrap can start."""
     if not sandboxed():
-        return _limited([str(binary)], cpu, RUN_ADDRESS_SPACE)
+        return limits.limited([str(binary)], cpu, RUN_ADDRESS_SPACE)
     from autograder.sandbox import bwrap
 
     box = [bwrap(), "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
@@ -628,7 +606,7 @@ def _run_command(binary: Path, libs: tuple[str, ...], cpu: float) -> list[str]:
         box += ["--ro-bind", lib, lib]
     box += ["--ro-bind", str(binary), "/program", "--remount-ro", "/", "--chdir", "/",
             "--clearenv", "--", "/program"]
-    return _limited(box, cpu, RUN_ADDRESS_SPACE)
+    return limits.limited(box, cpu, RUN_ADDRESS_SPACE)
 
 
 # ----------------------------------------------------------------------- building
@@ -723,8 +701,8 @@ def build(files: list[RustSource], timeout: float = MIN_COMPILE_TIMEOUT) -> Buil
             tc, src, out, [*_forbid_flags(), "-o", "/out/forbid.rmeta", "forbid.rs"], timeout)
         if plain_rc is None or forbid_rc is None:  # not remembered: a rerun may be faster
             result.error = result.forbid_error = (
-                f"rustc ran longer than {timeout:g} s on your %%rust cells (a compile-time "
-                "loop or recursion?)")
+                f"rustc ran longer than {timeout:g} s of CPU time on your %%rust cells (a "
+                "compile-time loop or recursion?)")
             return result
         if plain_rc == 0 and not (out / "program").is_file():
             plain_rc = -1
@@ -792,7 +770,8 @@ def forbid_problem(files: list[RustSource], timeout: float = MIN_COMPILE_TIMEOUT
             rc, stderr = _rustc(tc, src, out, [*_forbid_flags(), "-o", "/out/forbid.rmeta",
                                                "forbid.rs"], max(timeout, MIN_COMPILE_TIMEOUT))
         if rc is None:
-            return f"rustc ran longer than {max(timeout, MIN_COMPILE_TIMEOUT):g} s on your cells"
+            return (f"rustc ran longer than {max(timeout, MIN_COMPILE_TIMEOUT):g} s of CPU "
+                    "time on your cells")
         _write_new(memo, json.dumps([rc, stderr]).encode("utf-8"))
     return None if rc == 0 else (_messages(stderr, errors_only=True)
                                  or f"rustc exited with status {rc}")
@@ -1041,7 +1020,7 @@ class RustProgram:
                 first = ""
             self._seq += 1
             seq = self._seq
-            deadline = time.monotonic() + self.timeout
+            deadline = time.monotonic() + limits.backstop(self.timeout)  # CPU: rlimit
             try:
                 self._send((first + f"{seq} {name} {payload}\n").encode("ascii"), deadline,
                            name)
@@ -1070,8 +1049,8 @@ class RustProgram:
             view = view[n:]
 
     def _late(self, name: str) -> str:
-        return (f"{name} ran longer than {self.timeout:g} s (the time limit of a call; an "
-                "endless loop?): its process was stopped")
+        return (f"{name} waited longer than {limits.backstop(self.timeout):g} s without "
+                "answering (a blocked read?): its process was stopped")
 
     def _receive(self, seq: int, deadline: float, name: str) -> tuple[str, bytes]:
         p = self._proc
@@ -1106,15 +1085,20 @@ class RustProgram:
                 continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
-                raise RustCrashed(self._crashed(name))
+                raise self._ended(name)
             p.buffer += chunk
 
-    def _crashed(self, name: str) -> str:
+    def _ended(self, name: str) -> RustCallFailed:
+        """What ended the program during ``name``: RustTimeout at its CPU limit (the cell
+        time limit, counted in CPU seconds: :mod:`autograder.limits`), else RustCrashed."""
         p = self._proc
         try:
             rc = p.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             rc = None
+        if limits.out_of_cpu(rc):
+            return RustTimeout(f"{name} ran longer than {self.timeout:g} s of CPU time (the "
+                               "time limit; an endless loop?): its process was stopped")
         if rc is None:
             how = "closed its output"
         else:
@@ -1124,13 +1108,13 @@ class RustProgram:
                     f"exited with status {rc}"
             except ValueError:
                 how = f"exited with status {rc}"
-            if sig in (signal.SIGXCPU, signal.SIGKILL):
-                how += f" (a limit: {self.timeout:g} s of CPU time, or its memory)"
+            if sig == signal.SIGKILL:
+                how += " (a limit: its memory, or its CPU time)"
         if p.drainer is not None:
             p.drainer.join(timeout=5)  # what it wrote before it ended
         tail = b"".join(p.stderr).decode("utf-8", "replace").strip()[-STDERR_TAIL:]
-        return (f"the Rust program ended during {name}: it {how}"
-                + (f"; it wrote: {tail}" if tail else ""))
+        return RustCrashed(f"the Rust program ended during {name}: it {how}"
+                           + (f"; it wrote: {tail}" if tail else ""))
 
     def _value(self, name: str, kind: str, rest: bytes) -> list:
         text = rest.decode("utf-8", "replace")

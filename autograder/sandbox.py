@@ -636,8 +636,19 @@ class SandboxedKernelManager(AsyncKernelManager):
     async def interrupt_kernel(self) -> None:
         """SIGINT to the processes inside the sandbox, not to bwrap itself (which would die
         and take the kernel with it): the learner's cell gets a KeyboardInterrupt."""
+        self.signal_kernel(signal.SIGINT)
+
+    def signal_kernel(self, signum: int) -> None:
+        """``signum`` to the kernel: SIGINT to the processes inside the sandbox (see
+        :meth:`interrupt_kernel`), SIGKILL to the kernel (a forked one) or its sandbox."""
         proc = getattr(self.provisioner, "process", None) if self.provisioner else None
         if proc is None:
+            return
+        if signum == signal.SIGKILL:
+            try:
+                proc.kill()
+            except OSError:
+                pass
             return
         forked = [proc.pid] if isinstance(proc, ForkedKernel) else []
         for pid in forked + _descendants(proc.pid):
@@ -645,7 +656,7 @@ class SandboxedKernelManager(AsyncKernelManager):
                 with open(f"/proc/{pid}/comm", encoding="ascii") as f:
                     if f.read().strip() == "bwrap":
                         continue
-                os.kill(pid, signal.SIGINT)
+                os.kill(pid, signum)
             except OSError:
                 pass
 

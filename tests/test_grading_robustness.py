@@ -50,6 +50,20 @@ def _corpus():
     c["correct_alt"] = (_variant("correct_logsumexp"), FULL, "graded")
     c["loops_forever"] = (_insert_after(filled_notebook(A), "softmax", "while True:\n    pass"),
                           FULL, "timeout")
+    # A learner's function that loops only when a test calls it: the checker counts the
+    # kernel's time in that test, interrupts it at the limit, and grades the next tests.
+    loops_on_empty = ("_softmax = softmax\n\n\ndef softmax(row):\n    while len(row) == 0:\n"
+                      "        pass\n    return _softmax(row)")
+    c["loops_in_a_test"] = (_insert_after(filled_notebook(A), "softmax", loops_on_empty),
+                            FULL - 1, "timeout")
+    # The same, ignoring the interrupt (set while the test runs: ipykernel restores its
+    # handler before each cell): the kernel is killed, later tests score 0 (the two
+    # softmax tests before it keep their points).
+    c["ignores_interrupt_in_a_test"] = (_insert_after(
+        filled_notebook(A), "softmax",
+        "import signal\n_softmax = softmax\n\n\ndef softmax(row):\n    if len(row) == 0:\n"
+        "        signal.signal(signal.SIGINT, signal.SIG_IGN)\n    while len(row) == 0:\n"
+        "        pass\n    return _softmax(row)"), 2.0, "kernel-died")
     c["sleeps"] = (_insert_after(filled_notebook(A), "setup", "import time\ntime.sleep(10**6)"),
                    FULL, "timeout")
     # Memory runs out in a cell of the learner's after the last test: every point is kept.

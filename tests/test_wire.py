@@ -146,6 +146,91 @@ def test_a_kernel_that_stops_answering_stops_the_check(tmp_path):
         session.serving(lambda: [session.resolve("softmax"), session.resolve("softmax")])
 
 
+class _Clock:
+    """A clock the test moves: the checker's and the kernel's time, as each spends it."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_the_time_limit_counts_the_kernels_time_never_the_checkers(tmp_path, monkeypatch):
+    """A test whose checker work (a probe, a build) takes longer than the limit on a loaded
+    machine keeps its verdict: only the kernel's time is counted."""
+    import autograder.checker as checker
+
+    clock = _Clock()
+    monkeypatch.setattr(checker, "now", clock)
+
+    def quick(x):
+        clock.t += 1.0  # each call takes 1 s of the kernel's time
+        return x
+
+    session = Session(_kernel({"quick": quick}), tmp_path, timeout=10)
+
+    def test():
+        out = []
+        for i in range(5):
+            clock.t += 100.0  # the checker's own work: 500 s in all
+            out.append(session.resolve("quick")(i))
+        return out
+
+    assert session.serving(test) == [0, 1, 2, 3, 4]
+    stopped = []
+
+    def slow(x):
+        clock.t += 4.0
+        return x
+
+    session = Session(_kernel({"slow": slow}), tmp_path, timeout=10)
+    session.interrupt = lambda: stopped.append("interrupt")
+    calls = []
+
+    def three_calls():
+        for i in range(3):
+            calls.append(session.resolve("slow")(i))
+
+    with pytest.raises(checker.TimeLimit, match="10 s"):  # 12 s of the kernel's time
+        session.serving(three_calls)
+    assert calls == [0, 1] and stopped == ["interrupt"]
+
+
+def test_a_kernel_that_hangs_is_interrupted_and_one_that_ignores_that_is_killed(
+        tmp_path, monkeypatch):
+    import threading
+
+    import autograder.checker as checker
+
+    interrupted, killed = threading.Event(), threading.Event()
+
+    def hangs(x):
+        if not interrupted.wait(60):
+            return "never interrupted"
+        raise KeyboardInterrupt
+
+    session = Session(_kernel({"hangs": hangs}), tmp_path, timeout=0.2)
+    session.interrupt, session.kill = interrupted.set, killed.set
+    with pytest.raises(checker.TimeLimit):
+        session.serving(lambda: session.resolve("hangs")(1))
+    assert interrupted.is_set() and not killed.is_set()
+
+    interrupted.clear()
+    monkeypatch.setattr(checker, "GRACE", 0.2)
+
+    def ignores_interrupts(x):
+        if not killed.wait(60):
+            return "never killed"
+        raise SystemExit  # what is left of a killed kernel's cell: it ends
+
+    session = Session(_kernel({"ignores": ignores_interrupts}), tmp_path, timeout=0.2)
+    session.interrupt, session.kill = interrupted.set, killed.set
+    with pytest.raises(checker.TimeLimit):
+        session.serving(lambda: session.resolve("ignores")(1))
+    assert interrupted.is_set() and killed.is_set()
+
+
 def test_links_laid_by_the_kernel_reroute_no_write_and_no_read(tmp_path):
     """The kernel can write the exchange folder: a link it lays where the checker will
     write or read, or in place of the folder itself, is refused, never followed."""

@@ -50,6 +50,8 @@ import sys
 import weakref
 from pathlib import Path
 
+from autograder import limits
+
 MAX_OUTPUT = 8 * 2**20
 
 # Run with python -I -c in the sandbox. Reads {"cells", "calls"} on stdin; writes
@@ -265,12 +267,16 @@ def run(cells: list[str], calls: list[dict], timeout: float,
         request = json.dumps({"cells": cells, "calls": calls, "course": str(course),
                               "cuda": cuda})
         try:
-            done = subprocess.run(command(course), input=request.encode(), capture_output=True,
-                                  timeout=timeout, cwd=Path("/"))
+            done = subprocess.run(limits.limited(command(course), timeout),
+                                  input=request.encode(), capture_output=True,
+                                  timeout=limits.backstop(timeout), cwd=Path("/"))
         except subprocess.TimeoutExpired:
-            raise ProbeFailed(f"the cells and calls ran longer than {timeout:g} s") from None
+            raise ProbeFailed(f"the cells and calls waited longer than "
+                              f"{limits.backstop(timeout):g} s") from None
     finally:
         shutil.rmtree(course, ignore_errors=True)
+    if limits.out_of_cpu(done.returncode):
+        raise ProbeFailed(f"the cells and calls ran longer than {timeout:g} s of CPU time")
     text = done.stdout[:MAX_OUTPUT + 1]
     try:
         answer = json.loads(text.decode("utf-8")) if len(text) <= MAX_OUTPUT else None
@@ -398,7 +404,7 @@ def _answer(session, devices) -> dict:
         try:
             # Within the test cell's time limit, which the wait for the probe counts against.
             _ANSWERS[session] = run(_solution_cells(session.notebook), calls,
-                                    0.8 * session.timeout, cuda="cuda" in devices)
+                                    session.timeout, cuda="cuda" in devices)
         except ProbeFailed as exc:
             _ANSWERS[session] = {"failed": str(exc)}
     return _ANSWERS[session]
