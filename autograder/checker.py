@@ -1,9 +1,10 @@
 """The trusted checker: hidden tests run here, in the grader, never in the learner's kernel.
 
-For the exercises in :data:`autograder.exercises.TRUSTED`, a test cell's *visible* part runs in the learner's
-kernel for display, and the whole cell (visible and hidden parts, in their order) runs in
-the grading worker's own process, the checker, in a namespace where each name the learner
-defined is a proxy (:class:`Remote`). Calling a proxy sends the inputs to the kernel as
+For the exercises in :data:`autograder.exercises.TRUSTED`, a test cell (visible and hidden
+parts, in their order) runs in the grading worker's own process, the checker, in a
+namespace where each name the learner defined is a proxy (:class:`Remote`), while the
+learner's kernel serves it in one cell; the learner's code runs only when the checker
+calls it, and the cell's display is what the visible parts printed. Calling a proxy sends the inputs to the kernel as
 plain data (:mod:`autograder.wire`), the kernel's thin client
 (:mod:`autograder.kernel_client`) calls the learner's function, and the outputs come back
 as plain data, which the checks judge here with the references and the expected answers,
@@ -348,23 +349,24 @@ class Session:
         # The checker's hooks on learner modules: capture number -> (hook, module, kwargs?)
         self.hooks: dict[int, tuple] = {}
         self.on_close: list[Callable[[], None]] = []  # run by close() (built programs' ends)
+        self.marks: list[tuple[str, str]] = []  # the last test's output markers (phase())
 
-    def serving(self, test: Callable[[], Any], visible: str = "") -> Any:
+    def serving(self, test: Callable[[], Any]) -> Any:
         """``test()`` run in a thread of the checker while one kernel cell serves it
         (:func:`autograder.kernel_client.serve_test`): every call the test makes goes over
         that cell's socket, so a test costs one kernel cell however many calls it makes.
-        The same kernel cell first runs ``visible`` (a test cell's visible part, for
-        display). Returns what ``test`` returned, or raises what it raised; CheckStopped
-        when the kernel stopped serving first.
+        Returns what ``test`` returned, or raises what it raised; CheckStopped when the
+        kernel stopped serving first.
 
-        The time limit counts the kernel's time only: until it connects (the visible part)
-        and while it answers a request (the learner's code), never the checker's own work
-        (probes, builds, comparisons), which a loaded machine makes slower for every
-        learner alike. Past the limit the checker interrupts the kernel (TimeLimit), and
-        kills it when the cell has not ended :data:`GRACE` seconds later."""
+        The time limit counts the kernel's time only: until it connects and while it
+        answers a request (the learner's code), never the checker's own work (probes,
+        builds, comparisons), which a loaded machine makes slower for every learner
+        alike. Past the limit the checker interrupts the kernel (TimeLimit), and kills it
+        when the cell has not ended :data:`GRACE` seconds later."""
         import threading
 
         line = self.line = _Line(self.folder, self.timeout)
+        self.marks = []
         outcome: dict = {}
 
         def run():
@@ -384,8 +386,7 @@ class Session:
         worker.start()
         try:
             self.execute('__import__("autograder.kernel_client", fromlist=["serve_test"])'
-                         f'.serve_test(globals(), {str(self.folder.path)!r}, {line.name!r}, '
-                         f'{visible!r})')
+                         f'.serve_test(globals(), {str(self.folder.path)!r}, {line.name!r})')
         except CheckStopped:
             if not line.overran:
                 raise
@@ -515,6 +516,20 @@ class Session:
             self._clean()
         self._deliver(seen)
         return value
+
+    def show(self, text: str) -> None:
+        """``text`` printed in the kernel's cell: the display of the test cell's visible
+        code, which runs here."""
+        self._reply_value(self._request(lambda rid: {"op": "show", "text": str(text)}))
+
+    def phase(self, hidden: bool) -> None:
+        """Mark the kernel cell's outputs: what the learner's code prints from here on is
+        dropped (``hidden``: the hidden tests' inputs stay hidden) or shown. Each marker
+        has a fresh token, kept in :attr:`marks` for the display's filter."""
+        mark = ("hidden" if hidden else "visible", secrets.token_hex(16))
+        self.marks.append(mark)
+        self._reply_value(self._request(lambda rid: {"op": "phase", "hidden": bool(hidden),
+                                                     "token": mark[1]}))
 
     def capture(self, module: RemoteModule, hook, when: str, with_kwargs: bool) -> _Capture:
         """Watch ``module``'s inputs (``when`` ``pre``) or outputs (``post``) in the
@@ -789,22 +804,55 @@ def setup_namespace(sources: list[str]) -> dict:
     return ns
 
 
-def run_test(session: Session, source: str, setup: dict, where: str,
-             visible: str = "") -> tuple[str, str] | None:
-    """Run a test cell's whole source (visible and hidden) in the checker, while the
-    kernel runs its ``visible`` part for display and then serves the checker: None when
-    it passed, else (error name, message). ProtocolError and CheckStopped propagate."""
+def segments(source: str) -> list[tuple[bool, str]]:
+    """A test cell's source cut at nbgrader's hidden-test delimiters: (hidden, code) in
+    order, each code padded with blank lines so its line numbers are the cell's."""
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    marks = ClearHiddenTests()
+    out, hidden, code, first = [], False, [], 0
+    for n, line in enumerate(source.splitlines(keepends=True)):
+        delimiter = marks.end_test_delimeter if hidden else marks.begin_test_delimeter
+        if delimiter in line:
+            if code:
+                out.append((hidden, "\n" * first + "".join(code)))
+            hidden, code, first = not hidden, [], n + 1
+        else:
+            code.append(line)
+    if code:
+        out.append((hidden, "\n" * first + "".join(code)))
+    return out
+
+
+def run_test(session: Session, source: str, setup: dict, where: str) -> tuple[str, str] | None:
+    """Run a test cell's whole source, visible and hidden parts in their order, here in the
+    checker while one kernel cell serves it (:meth:`Session.serving`): None when it
+    passed, else (error name, message). The visible parts' prints are shown in the
+    kernel's cell; the learner's output during the hidden parts is not. ProtocolError and
+    CheckStopped propagate."""
+    parts = segments(source)
+    state = {"hidden": False}
+
+    def shown_print(*values, sep=" ", end="\n", file=None, flush=False):
+        if not state["hidden"]:
+            session.show(str(sep).join(map(str, values)) + str(end))
+
     def test():
         ns = LearnerNamespace(session, setup)
+        ns["print"] = shown_print
         try:
-            exec(compile(source, f"<test {where}>", "exec"), ns)
+            for hidden, code in parts:
+                if hidden != state["hidden"]:
+                    state["hidden"] = hidden
+                    session.phase(hidden)
+                exec(compile(code, f"<test {where}>", "exec"), ns)
         except (ProtocolError, CheckStopped):
             raise
         except BaseException as exc:  # noqa: BLE001 - the verdict of a failing check
             return type(exc).__name__, str(exc)[:4000]
         return None
 
-    return session.serving(test, visible)
+    return session.serving(test)
 
 
 def exchange_folder(km) -> tuple[Path, bool]:

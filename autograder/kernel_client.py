@@ -225,6 +225,15 @@ def _run(request: dict, namespace: dict, folder_path: wire.Folder, rid: str,
         if hook is not None:
             hook.remove()
         return {"value": wire.encode(None, out)}
+    if op == "show":  # what the test cell's visible code printed (the checker ran it)
+        import sys
+
+        sys.stdout.write(str(request.get("text"))[:MAX_SHOWN])
+        return {"value": wire.encode(None, out)}
+    if op == "phase":  # the checker's run enters or leaves a hidden part of the test
+        _mark("hidden" if request.get("hidden") is True else "visible",
+              str(request.get("token"))[:64])
+        return {"value": wire.encode(None, out)}
     obj = HANDLES[request["handle"]]
     if op == "call":
         args, kwargs = _decode_args(request, wire.Arrays(folder_path, f"{rid}.in"))
@@ -347,30 +356,35 @@ def socket_path(folder_fd: int, folder: str, name: str) -> str:
 # The metadata of the display output that ends a test cell's display: what the kernel
 # shows after it (a learner's prints during the checker's calls) is not shown.
 SERVING = "autograder-serving"
+MAX_SHOWN = 100_000  # characters of one print of a test cell's visible code
 
 
-def serve_test(namespace: dict, folder: str, name: str, visible: str = "") -> None:
-    """One test cell in the kernel: run its ``visible`` part (display only: the
-    checker runs the whole test itself and decides), then serve the checker through the
-    test: connect to its socket ``name`` in ``folder``, answer each request id it sends
-    (:func:`serve`) and send the id back, until it says ``done`` or hangs up. One kernel
-    cell per test, however many calls the test makes."""
-    import os
-    import socket
+def _mark(phase: str, token: str) -> None:
+    """A marker in the cell's outputs: the learner's output from here on is shown
+    (``visible``) or dropped (``hidden``: calls with the hidden tests' inputs). ``token``
+    is the checker's, fresh for each marker: a marker it did not ask for, or one missing,
+    and the grader shows none of the cell's output."""
     import sys
 
-    try:
-        if visible:
-            exec(compile(visible, "<test cell>", "exec"), namespace)
-    except BaseException:  # noqa: BLE001 - the checker's verdict is the cell's error
-        pass
     try:
         from IPython.display import publish_display_data
 
         sys.stdout.flush()
-        publish_display_data({"text/plain": ""}, metadata={SERVING: name})
+        publish_display_data({"text/plain": ""},
+                             metadata={SERVING: {"phase": phase, "token": token}})
     except Exception:  # noqa: BLE001 - not in IPython (tests): nothing to mark
         pass
+
+
+def serve_test(namespace: dict, folder: str, name: str) -> None:
+    """One test cell in the kernel: serve the checker, which runs the whole test itself
+    (visible and hidden parts) and decides: connect to its socket ``name`` in ``folder``,
+    answer each request id it sends (:func:`serve`) and send the id back, until it says
+    ``done`` or hangs up. One kernel cell per test, however many calls the test makes; the
+    learner's code runs only when the checker calls it, and its output is the cell's
+    display except inside the hidden parts (see :func:`_mark`)."""
+    import os
+    import socket
 
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -132,9 +132,10 @@ class ResilientExecute(Execute):
 class TrustedTests:
     """The test cells of one notebook graded by the trusted checker (:mod:`autograder.checker`).
 
-    The kernel runs each test cell's visible part only (its output is display); the
-    checker runs the whole cell, hidden part included, against the learner's names through
-    plain data, and its verdict alone sets the cell's points: an error output when it
+    The checker runs each test cell whole, hidden part included, against the learner's
+    names through plain data, while one kernel cell serves it (the visible parts' prints
+    and the learner's output during them are the display); its verdict alone sets the
+    cell's points: an error output when it
     failed, none when it passed. The setup cells (locked instructor code) run in the
     checker too. A broken protocol is ``TamperingDetected`` for this and every later test.
     """
@@ -179,24 +180,18 @@ class TrustedTests:
         return ex._execute_in_kernel(cell, resources, index)
 
     def _test_cell(self, cell, resources, index):
-        """One kernel cell runs the visible part (display) and then serves the checker,
-        which runs the whole test; the verdict alone sets the cell's error output."""
-        ex, full = self.executor, cell.source
-        visible = self.checker.visible_part(full)
-        if self.broken:  # the protocol is broken: the visible part runs for display only
-            cell.source = visible
-            try:
-                cell, resources = ex._execute_in_kernel(cell, resources, index)
-            finally:
-                cell.source = full
-            if not ex._dead:
-                cell.outputs = _shown(cell.outputs) + [_error(TAMPERING_ERROR, self.broken)]
+        """One kernel cell serves the checker, which runs the whole test; the verdict alone
+        sets the cell's error output, the visible parts' prints its display."""
+        ex = self.executor
+        if self.broken:  # the protocol is broken: nothing more is asked of the kernel
+            cell.outputs = [_error(TAMPERING_ERROR, self.broken)]
             return cell, resources
         self._cell, self._index, self._outputs = cell, index, []
-        verdict = self._verdict(cell, visible)
+        verdict = self._verdict(cell)
         if ex._dead:
             return cell, resources
-        cell.outputs = _shown(self._outputs) + ([_error(*verdict)] if verdict else [])
+        marks = self.session.marks if self.session is not None else []
+        cell.outputs = _shown(self._outputs, marks) + ([_error(*verdict)] if verdict else [])
         ex.nb["cells"][index] = cell  # nbclient put the serving cell in its place
         return cell, resources
 
@@ -217,14 +212,13 @@ class TrustedTests:
             self._outputs = call.outputs
             ex._checker_bounded = None
 
-    def _verdict(self, cell, visible: str):
+    def _verdict(self, cell):
         try:
             session = self._session()
             if self.setup is None:
                 self.setup = self.checker.setup_namespace(self.setup_sources)
                 self.setup.update(self.checker.built_functions(self.assignment, session))
-            return self.checker.run_test(session, cell.source, self.setup, _where(cell),
-                                         visible)
+            return self.checker.run_test(session, cell.source, self.setup, _where(cell))
         except self.checker.ProtocolError as exc:
             self.broken = f"the kernel broke the checker's protocol in {_where(cell)}: {exc}"
             return TAMPERING_ERROR, self.broken
@@ -251,19 +245,25 @@ def _signal(km, signum: int) -> None:
             pass
 
 
-def _shown(outputs) -> list:
-    """A test cell's display: the kernel's stdout and displays before it began serving
-    the checker (the learner's own output; errors and results are not the verdict)."""
+def _shown(outputs, marks: list[tuple[str, str]]) -> list:
+    """A test cell's display: the stdout and displays of the serving cell outside the
+    hidden parts (:func:`autograder.kernel_client._mark`): what the visible code printed
+    and what the learner's code printed when it called it. Errors and results are not the
+    verdict. The markers must be the checker's ``marks``, in order: otherwise (a marker
+    forged, replayed or suppressed by the learner's code) nothing is shown."""
     from autograder.kernel_client import SERVING
 
-    shown = []
+    shown, hidden, seen = [], False, []
     for o in outputs:
         if o.get("output_type") == "display_data" and SERVING in o.get("metadata", {}):
-            break
-        if o.get("output_type") == "display_data" or (
-                o.get("output_type") == "stream" and o.get("name") == "stdout"):
+            mark = o["metadata"][SERVING]
+            seen.append((mark.get("phase"), mark.get("token")) if type(mark) is dict else None)
+            hidden = seen[-1] is None or seen[-1][0] != "visible"
+            continue
+        if not hidden and (o.get("output_type") == "display_data" or (
+                o.get("output_type") == "stream" and o.get("name") == "stdout")):
             shown.append(o)
-    return shown
+    return shown if seen == list(marks) else []
 
 
 TAMPERING_ERROR = "TamperingDetected"
