@@ -350,6 +350,7 @@ class Session:
         self.hooks: dict[int, tuple] = {}
         self.on_close: list[Callable[[], None]] = []  # run by close() (built programs' ends)
         self.marks: list[tuple[str, str]] = []  # the last test's output markers (phase())
+        self.test_names: dict[str, Any] = {}  # what the test cells defined (LearnerNamespace)
 
     def serving(self, test: Callable[[], Any]) -> Any:
         """``test()`` run in a thread of the checker while one kernel cell serves it
@@ -754,23 +755,38 @@ class SetupNamespace(dict):
 
 class LearnerNamespace(dict):
     """The checker's namespace for one test cell: the setup cells' names (run here, from
-    the source notebook), and each other name looked up in the learner's kernel when the
-    test first uses it."""
+    the source notebook), the names earlier test cells defined (as in the notebook, where
+    a test cell's ``trained_model`` is there for the next: :meth:`keep`), and each other
+    name looked up in the learner's kernel when the test first uses it."""
 
     def __init__(self, session: Session, base: dict):
         super().__init__(base)
         self._session = session
+        self._base = set(base)
+        self._resolved: set[str] = set()
         if isinstance(base, SetupNamespace):
             base.session = session
 
     def __missing__(self, name: str):
         if name.startswith("__") or hasattr(builtins, name):
             raise KeyError(name)
+        if name in self._session.test_names:
+            value = self[name] = self._session.test_names[name]
+            return value
         value = self._session.resolve(name)
         if isinstance(value, Remote):
             value.bound_as = name
         self[name] = value
+        self._resolved.add(name)
         return value
+
+    def keep(self) -> None:
+        """Keep the names this test cell defined for the later ones (never a name found in
+        the kernel: that is looked up anew in each test)."""
+        for name, value in self.items():
+            if name not in self._base and name not in self._resolved and \
+                    not name.startswith("__") and name != "print":
+                self._session.test_names[name] = value
 
 
 # Per exercise, "module:function" of a builder ``f(session) -> {name: callable}``: learner
@@ -850,6 +866,8 @@ def run_test(session: Session, source: str, setup: dict, where: str) -> tuple[st
             raise
         except BaseException as exc:  # noqa: BLE001 - the verdict of a failing check
             return type(exc).__name__, str(exc)[:4000]
+        finally:
+            ns.keep()
         return None
 
     return session.serving(test)

@@ -25,15 +25,13 @@ def exercise_ids(solutions: Path = SOLUTIONS) -> tuple[str, ...]:
 ASSIGNMENTS = exercise_ids()
 
 # Exercises whose hidden tests run in the trusted checker (:mod:`autograder.checker`): their
-# kernels hold no reference, check or answer. ex07 still runs its hidden tests in the
-# kernel behind :mod:`autograder.kernel_guard`: its setup cell imports
-# autograder.reference.transformer, which holds its solution, so its kernel cannot be given
-# only the public files yet (its checks already drive modules by command).
-# ex06's peak memory is measured by the grader, from outside, in a memory cgroup of its own
-# (autograder.peak_probe); ex08's Rust is built and run by the grader (autograder.rust_build).
+# kernels hold no reference, check or answer (ex07's holds the helpers its notebook gives,
+# autograder.transformer_given). ex06's peak memory is measured by the grader, from
+# outside, in a memory cgroup of its own (autograder.peak_probe); ex08's Rust is built and
+# run by the grader (autograder.rust_build).
 TRUSTED = frozenset({"ex01_python_attention", "ex02_numpy_attention", "ex03_scaling",
                      "ex04_positional_encoding", "ex05_torch_attention", "ex06_tiled_attention",
-                     "ex08_rust_attention"})
+                     "ex07_transformer", "ex08_rust_attention"})
 
 
 def trusted(assignment: str) -> bool:

@@ -257,7 +257,7 @@ def _shown(outputs, marks: list[tuple[str, str]]) -> list:
     for o in outputs:
         if o.get("output_type") == "display_data" and SERVING in o.get("metadata", {}):
             mark = o["metadata"][SERVING]
-            seen.append((mark.get("phase"), mark.get("token")) if type(mark) is dict else None)
+            seen.append((mark.get("phase"), mark.get("token")) if isinstance(mark, dict) else None)
             hidden = seen[-1] is None or seen[-1][0] != "visible"
             continue
         if not hidden and (o.get("output_type") == "display_data" or (

@@ -134,17 +134,19 @@ def _rust_sysroot() -> str | None:
 # No reference, no check, no answer.
 KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "wire.py",
                 "kernel_client.py", "kernel_guard.py", "kernel_zygote.py", "rust.py")
+# What an exercise's released notebook imports beyond those (the helpers it gives).
+KERNEL_EXTRA = {"ex07_transformer": ("transformer_given.py",)}
 
 
 def _copy_course(dest: Path, assignment: str | None = None) -> None:
     """The Python package the kernel needs (not the grader, not bytecode caches): for an
     exercise graded by the checker (or ``assignment`` None: the warm sandbox's own start)
-    only :data:`KERNEL_FILES`."""
+    only :data:`KERNEL_FILES` and the exercise's :data:`KERNEL_EXTRA`."""
     from autograder.exercises import trusted
 
     if assignment is None or trusted(assignment):
         (dest / "autograder").mkdir(parents=True, exist_ok=True)
-        for name in KERNEL_FILES:
+        for name in KERNEL_FILES + KERNEL_EXTRA.get(assignment or "", ()):
             shutil.copyfile(PACKAGE / name, dest / "autograder" / name)
         return
     shutil.copytree(PACKAGE, dest / "autograder", ignore=shutil.ignore_patterns(

@@ -30,7 +30,7 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 # Limits on what the checker reads from the kernel: far above any honest result of the
 # exercises (ex06's largest output is 4096 x 64 float64, 2 MiB), far below the grader's RAM.
@@ -126,6 +126,27 @@ class Arrays:
 
     def __init__(self, folder: Folder | Path | str, prefix: str):
         self.folder, self.prefix, self.count, self.total = _folder(folder), prefix, 0, 0
+        # One object in a message crosses once and comes back as one object: the same
+        # tensor given as query, key and value is one tensor on the other side (``key is
+        # query`` holds there as here). id -> (object, node) written; key -> value read.
+        self.written: dict[int, tuple[Any, dict]] = {}
+        self.decoded: dict[tuple, Any] = {}
+
+    def once(self, value, make: Callable[[], dict]) -> dict:
+        """The node of ``value`` made by ``make()``, or the one already made for it."""
+        hit = self.written.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        node = make()
+        self.written[id(value)] = (value, node)
+        return node
+
+    def read_once(self, key: tuple, make: Callable[[], Any]):
+        """What ``make()`` decodes for ``key`` (a file and how it is read), once per
+        message."""
+        if key not in self.decoded:
+            self.decoded[key] = make()
+        return self.decoded[key]
 
     def write(self, array) -> str:
         import numpy as np
@@ -200,7 +221,11 @@ def encode(value: Any, arrays: Arrays, depth: int = 0, handle=None) -> Any:
     if torch is not None:
         if isinstance(value, torch.Tensor):
             node = handle(value) if handle is not None else None
-            return node if node is not None else encode_tensor(value, arrays)
+            if node is not None:
+                return node
+            if arrays is None:
+                return encode_tensor(value, arrays)
+            return arrays.once(value, lambda: encode_tensor(value, arrays))
         if kind is torch.Size:
             return {"t": "tuple", "v": [encode(int(v), arrays, depth + 1) for v in value]}
         if kind is torch.dtype:
@@ -216,8 +241,9 @@ def encode(value: Any, arrays: Arrays, depth: int = 0, handle=None) -> Any:
         plain = value.view(np.ndarray)  # a subclass's properties (a lying dtype) are not read
         if arrays is None:  # a fingerprint (kernel_client): the data itself, as text
             return {"t": "ndarray", "v": [str(plain.dtype), plain.shape, plain.tobytes().hex()]}
-        return {"t": "ndarray", "file": arrays.write(plain),
-                "subclass": "" if kind is np.ndarray else kind.__name__}
+        return arrays.once(value, lambda: {
+            "t": "ndarray", "file": arrays.write(plain),
+            "subclass": "" if kind is np.ndarray else kind.__name__})
     if np is not None and isinstance(value, np.generic) and value.dtype.kind in ARRAY_KINDS:
         if arrays is None:
             return {"t": "npscalar", "v": [str(value.dtype), repr(value)]}
@@ -383,11 +409,14 @@ def decode(tree: Any, arrays: Arrays, *, handle=None, depth: int = 0, count: lis
                                          keep_grad=keep_grad)
                 for k, x in v.items()}
     if t == "tensor":
-        return decode_tensor(tree, arrays, keep_grad)
+        key = ("tensor", str(tree.get("file"))[:200], str(tree.get("dtype"))[:40],
+               str(tree.get("device"))[:40], tree.get("requires_grad") is True, keep_grad)
+        return arrays.read_once(key, lambda: decode_tensor(tree, arrays, keep_grad))
     if t == "torch":
         return _torch_value(tree)
     if t == "ndarray":
-        return arrays.read(tree.get("file"))
+        return arrays.read_once(("ndarray", str(tree.get("file"))[:200]),
+                                lambda: arrays.read(tree.get("file")))
     if t == "npscalar":
         a = arrays.read(tree.get("file"))
         if a.shape != ():

@@ -83,7 +83,9 @@ def filled_notebook(assignment: str, cells: dict[str, str] | None = None,
 def write_submission(root: Path, student: str, assignment: str, nb) -> Path:
     path = root / student / assignment / f"{assignment}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(nb, (bytes, str)):
+    if callable(nb):  # lays something other than a file there (a link, a FIFO)
+        nb(path)
+    elif isinstance(nb, (bytes, str)):
         path.write_bytes(nb if isinstance(nb, bytes) else nb.encode("utf-8"))
     else:
         nbformat.write(nb, path)

@@ -96,6 +96,18 @@ def _corpus():
         "    warnings.warn('my softmax is experimental')\n    return _softmax(row)"),
         FULL, "graded")
     c["not_json"] = (b'{"cells": [', 0.0, "invalid-notebook")
+    # A submitted notebook that is not a file of its own is not read: a link to the
+    # solutions (whose feedback would show them), a FIFO (whose open would hang the run).
+    c["link_to_solution"] = (lambda path: path.symlink_to(REPO / "solutions" / A / f"{A}.ipynb"),
+                             0.0, "invalid-notebook")
+    c["fifo_notebook"] = (lambda path: os.mkfifo(path), 0.0, "invalid-notebook")
+
+    def linked_folder(path):  # the assignment folder is a link to a folder elsewhere
+        elsewhere = path.parent.parent.parent.parent / "elsewhere"
+        write_submission(elsewhere, "x", A, filled_notebook(A))
+        path.parent.rmdir()
+        path.parent.symlink_to(elsewhere / "x" / A)
+    c["linked_folder"] = (linked_folder, 0.0, "invalid-notebook")
     c["empty_file"] = (b"", 0.0, "invalid-notebook")
     v3 = nbformat.convert(filled_notebook(A), 3)
     c["nbformat3"] = (nbformat.writes(v3, version=3).encode(), FULL, "graded")

@@ -2,7 +2,8 @@
 
 A correct ex01 submission whose ``softmax`` (and a correct ex05 one whose
 ``scaled_dot_product_attention``, a kernel with torch and the checker's tensors and
-modules crossing), the first time a check calls it, searches the
+modules crossing, and an ex07 one whose ``train_tiny_transformer``, a kernel with the
+helpers its notebook gives), the first time a check calls it, searches the
 kernel for the hidden world: modules and functions of ``autograder.checks`` and
 ``autograder.reference`` among every object ``gc`` knows, and, through ``/proc/self/mem``,
 every readable byte of its address space for the knowledge checks' docstring, the checks'
@@ -33,7 +34,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cheats"),
               pytest.mark.skipif(sandbox_error() is not None, reason="no sandbox here")]
 
 
-def _needles() -> list[bytes]:
+def _needles(assignment: str = "") -> list[bytes]:
     from autograder.checks import knowledge
 
     text = [knowledge.__doc__.split("\n")[0], "def softmax_matches_reference",
@@ -41,16 +42,18 @@ def _needles() -> list[bytes]:
             "(reference for", "knowledge_check = _knowledge.check_for",
             "def sdpa_matches_torch", "def forbid_torch_attention",
             "Scaled dot-product and multi-head attention in PyTorch (reference for",
-            "def block_matches_reference"]
+            "def block_matches_reference",
+            "Transformer blocks, stacks and two tiny models (reference for"]
     doubles = [knowledge.ANSWERS["ex04_positional_encoding"]["kc1"],
-               knowledge.ANSWERS["ex06_tiled_attention"]["kc2"],
-               knowledge.ANSWERS["ex04_positional_encoding"]["kc3"]]
+               knowledge.ANSWERS["ex06_tiled_attention"]["kc2"]]
+    if assignment != "ex07_transformer":  # cos(2): ex07's given encodings compute it
+        doubles.append(knowledge.ANSWERS["ex04_positional_encoding"]["kc3"])
     return [t.encode() for t in text] + [struct.pack("<d", d) for d in doubles]
 
 
-def search_source() -> str:
+def search_source(assignment: str = "") -> str:
     """The search, as Python source (``_hidden_found()`` returns what it found)."""
-    xored = [bytes(b ^ KEY for b in n) for n in _needles()]
+    xored = [bytes(b ^ KEY for b in n) for n in _needles(assignment)]
     return f'''
 def _hidden_found():
     import ctypes, gc, os, sys
@@ -116,10 +119,11 @@ def test_the_search_finds_the_hidden_world_where_it_is():
 
 
 @pytest.mark.parametrize("assignment,name,full", [
-    (A, "softmax", 14.0), ("ex05_torch_attention", "scaled_dot_product_attention", 27.0)])
+    (A, "softmax", 14.0), ("ex05_torch_attention", "scaled_dot_product_attention", 27.0),
+    ("ex07_transformer", "train_tiny_transformer", 21.0)])
 def test_a_graded_kernel_holds_no_reference_check_or_answer(tmp_path, assignment, name, full):
     source = reference_solutions(assignment)[name]
-    cell = search_source() + "\n_searched = []\n" + source.replace(
+    cell = search_source(assignment) + "\n_searched = []\n" + source.replace(
         f"def {name}(", f"def _{name}(") + f'''
 
 def {name}(*args, **kwargs):

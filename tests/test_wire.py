@@ -272,6 +272,67 @@ def test_the_kernel_runs_a_test_without_its_hidden_part():
     assert visible_part(source) == '"""doc"""\nx = 1\ny = 2'
 
 
+def test_a_test_cell_is_cut_at_its_hidden_parts_with_the_cells_line_numbers():
+    from autograder.checker import segments
+
+    source = 'x = 1\n### BEGIN HIDDEN TESTS\nassert x\n### END HIDDEN TESTS\nraise ValueError'
+    parts = segments(source)
+    assert [h for h, _ in parts] == [False, True, False]
+    assert [code.strip() for _, code in parts] == ["x = 1", "assert x", "raise ValueError"]
+    assert parts[2][1].count("\n") == 4  # line 5 of the cell is line 5 of its code
+
+
+def test_visible_prints_reach_the_kernel_and_names_a_test_defined_stay_for_the_next(tmp_path):
+    from autograder.checker import run_test
+
+    shown = []
+    namespace = {"double": lambda x: 2 * x}
+    session = Session(_kernel(namespace), tmp_path)
+    import autograder.kernel_client as kc
+
+    real_mark = kc._mark
+    kc._mark = lambda phase, token: shown.append(("mark", phase, token))
+    try:
+        import contextlib
+        import io
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            first = run_test(session, 'y = double(2)\nprint("y is", y)\n### BEGIN HIDDEN TESTS\n'
+                             'print("hidden")\nassert double(3) == 6\n### END HIDDEN TESTS\n',
+                             {}, "t1")
+            marks = list(session.marks)
+            second = run_test(session, "assert y == 4, y", {}, "t2")
+    finally:
+        kc._mark = real_mark
+    assert first is None and second is None
+    assert out.getvalue() == "y is 4\n"  # printed in the kernel; the hidden print is not
+    assert [(m[0], m[1]) for m in shown] == [("mark", "hidden")]
+    assert marks == [("hidden", shown[0][2])]  # the marker carries the checker's token
+
+
+def test_the_display_is_cut_at_the_checkers_markers_and_dropped_when_they_are_forged():
+    import nbformat
+
+    from autograder.kernel_client import SERVING
+    from autograder.nbgrader_plugins import _shown
+
+    def out(text):
+        return nbformat.v4.new_output("stream", name="stdout", text=text)
+
+    def mark(phase, token):
+        return nbformat.v4.new_output("display_data", data={"text/plain": ""},
+                                      metadata={SERVING: {"phase": phase, "token": token}})
+
+    marks = [("hidden", "a1"), ("visible", "b2")]
+    outputs = [out("seen"), mark("hidden", "a1"), out("secret input"), mark("visible", "b2"),
+               out("seen too")]
+    assert [o.text for o in _shown(outputs, marks)] == ["seen", "seen too"]
+    forged = outputs[:3] + [mark("visible", "a1")] + outputs[3:]  # a replayed token
+    assert _shown(forged, marks) == []
+    assert _shown(outputs[:1] + outputs[2:], marks) == []  # the hidden marker suppressed
+
+
 # --- torch tensors and modules (ex05, ex07) -------------------------------------------------
 
 torch = pytest.importorskip("torch")

@@ -16,7 +16,7 @@ from autograder.exercises import trusted
 from autograder.grading import gradebook, integrity
 from autograder.grading.record import NOTE, combine, fill  # noqa: F401 - combine re-exported
 from autograder.grading.results import Row, Status
-from autograder.grading.submission import Submission, prevalidate
+from autograder.grading.submission import Submission, prevalidate, read_timestamp
 from autograder.nbgrader_plugins import STOPPED
 from autograder.notebook import nbgrader_meta
 
@@ -35,8 +35,9 @@ def stage(sub: Submission, nb: nbformat.NotebookNode, workspace: Path) -> Path:
     dest.mkdir(parents=True)
     nbformat.write(nb, dest / f"{sub.assignment}.ipynb")
     # nbgrader reads the submission time (late penalties) from timestamp.txt beside it.
-    if (sub.path.parent / "timestamp.txt").is_file():
-        shutil.copyfile(sub.path.parent / "timestamp.txt", dest / "timestamp.txt")
+    stamp = read_timestamp(sub.path.parent / "timestamp.txt")  # prevalidate read it
+    if stamp is not None:
+        (dest / "timestamp.txt").write_text(stamp + "\n", encoding="utf-8")
     return dest / f"{sub.assignment}.ipynb"
 
 

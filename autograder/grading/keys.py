@@ -42,9 +42,12 @@ def check_code_digest(root: Path = REPO) -> str:
 
 def file_digest(path: Path | None) -> str:
     """SHA-256 of a file's bytes, "" when there is no such file."""
-    if path is None or not Path(path).is_file():
+    from autograder.grading.submission import read_submitted
+
+    try:
+        return hashlib.sha256(read_submitted(Path(path))).hexdigest() if path else ""
+    except OSError:  # absent, or not a plain file (prevalidate says why)
         return ""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def schedule(gb, assignment: str, student_id: str) -> tuple[str, str]:

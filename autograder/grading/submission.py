@@ -28,14 +28,54 @@ class Submission:
     def cell_count(self) -> int:
         """Number of cells (0 when unreadable: the worker reports why)."""
         try:
-            return len(json.loads(self.path.read_bytes()).get("cells", [])) if self.path else 0
+            return len(json.loads(read_submitted(self.path)).get("cells", [])) if self.path else 0
         except Exception:  # noqa: BLE001 - unreadable files are reported by the worker
             return 0
 
 
+# The largest submitted file read (a notebook with its outputs, a timestamp.txt).
+MAX_SUBMITTED_BYTES = 64 * 2**20
+
+
+class NotAFile(OSError):
+    """A submitted path that is not a plain file of its own (a link, a FIFO, a device, a
+    folder) or is larger than :data:`MAX_SUBMITTED_BYTES`."""
+
+
+def read_submitted(path: Path, limit: int = MAX_SUBMITTED_BYTES) -> bytes:
+    """The bytes of a submitted file, opened without following a link and without
+    blocking (a FIFO never hangs the run). Raises :class:`NotAFile` saying why it is not
+    read, FileNotFoundError when it is absent."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: the last part of the path is a link
+            raise NotAFile(f"{path.name} is a link, not a file of its own") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotAFile(f"{path.name} is not a plain file")
+        if info.st_size > limit:
+            raise NotAFile(f"{path.name} is larger than {limit // 2**20} MiB")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise NotAFile(f"{path.name} is larger than {limit // 2**20} MiB")
+        return data
+    finally:
+        os.close(fd)
+
+
 def sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """Hex SHA-256 of a submitted file's bytes ("" when it cannot be read as one)."""
+    try:
+        return hashlib.sha256(read_submitted(path)).hexdigest()
+    except OSError:
+        return ""
 
 
 def discover(submissions: Path) -> list[Submission]:
@@ -48,7 +88,7 @@ def discover(submissions: Path) -> list[Submission]:
     for student in sorted(p for p in submissions.iterdir() if p.is_dir()):
         for folder in sorted(p for p in student.iterdir() if p.is_dir()):
             nb = folder / f"{folder.name}.ipynb"
-            if not nb.is_file():
+            if not (nb.is_file() or nb.is_symlink() or nb.exists()):
                 others = sorted(folder.glob("*.ipynb"))
                 nb = others[0] if len(others) == 1 else None
             sub = Submission(student.name, folder.name, nb)
@@ -62,7 +102,14 @@ def prevalidate(sub: Submission) -> tuple[nbformat.NotebookNode | None, tuple[St
     why it cannot be graded: missing, empty, not JSON, not a notebook, another assignment."""
     if sub.path is None:
         return None, (Status.MISSING_NOTEBOOK, f"no {sub.assignment}.ipynb in the submission folder")
-    raw = sub.path.read_bytes()
+    try:
+        for folder in (sub.path.parent, sub.path.parent.parent):  # nbgrader's two levels
+            if folder.is_symlink():
+                raise NotAFile(f"the folder {folder.name} is a link, not a folder of its own")
+        raw = read_submitted(sub.path)
+        read_timestamp(sub.path.parent / "timestamp.txt")
+    except OSError as exc:
+        return None, (Status.INVALID_NOTEBOOK, f"not read: {exc}")
     if not raw.strip():
         return None, (Status.INVALID_NOTEBOOK, "the file is empty")
     try:
@@ -100,12 +147,21 @@ def check_timestamp(path: Path) -> str:
     what is wrong. nbgrader itself fails on an unreadable one with an ``AttributeError``."""
     from nbgrader.utils import parse_utc
 
-    if not path.is_file():
+    text = read_timestamp(path)
+    if text is None:
         return ""
-    text = path.read_text(encoding="utf-8", errors="replace").strip()
     try:
         parse_utc(text)
     except (ValueError, OverflowError):
         return (f"{path.name} holds {text[:80]!r}, which is not a date and time: write the "
                 "submission time, for example 2026-12-01 18:30:00 UTC")
     return ""
+
+
+def read_timestamp(path: Path) -> str | None:
+    """A submission's ``timestamp.txt`` as text (None when there is none); NotAFile when
+    it is a link, a FIFO or larger than 4 KiB."""
+    try:
+        return read_submitted(path, 4096).decode("utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return None

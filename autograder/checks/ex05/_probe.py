@@ -113,6 +113,21 @@ for full in torch._C._dispatch_get_all_op_names():
 for m in handles:  # alive for good, held by no Python object
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(m))
 del handles, m
+# torch's higher-order attention operators (flex_attention, its backward): their eager
+# kernels are Python functions (math_attention) registered in the operator itself, so
+# each registration is replaced, and the module-level names too.
+import torch._higher_order_ops.flex_attention as _flex
+for _op in list(getattr(torch._ops, "_higher_order_ops", {}).values()):
+    if "attention" not in str(getattr(_op, "_name", _op)):
+        continue
+    for _table in (getattr(_op, "py_kernels", {}), getattr(_op, "python_key_table", {})):
+        for _key in list(_table):
+            _table[_key] = _switched_off(f"torch.ops.higher_order.{_op._name}")
+            off += 1
+    getattr(_op, "_dispatch_cache", {}).clear()
+for _name in ("math_attention", "sdpa_dense", "sdpa_dense_backward"):
+    if hasattr(_flex, _name):
+        setattr(_flex, _name, _switched_off(f"torch._higher_order_ops.flex_attention.{_name}"))
 F.multi_head_attention_forward = _switched_off("torch.nn.functional.multi_head_attention_forward")
 torch.nn.MultiheadAttention.forward = _switched_off("torch.nn.MultiheadAttention.forward")
 
