@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     again.add_argument("--regrade", nargs="+", metavar="STUDENT",
                        help="regrade these students' submissions")
     p.add_argument("--no-sandbox", action="store_true",
-                   help="run learner code without the bubblewrap sandbox and its guard (only "
+                   help="run learner code without the bubblewrap sandbox (only "
                         "where no sandbox can start; said in the summary and grades.csv)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster: the scheduler's address (tcp://HOST:8786); "

@@ -47,7 +47,7 @@ def apply(
             timestamp.txt is after the assignment's due date: "none" or "zero".
         submitted_directory: where nbgrader autograde reads submissions, relative to the
             workspace (``python -m autograder grade`` grades copies in a staging folder).
-        sandbox: run each kernel in bubblewrap with the guard (:mod:`autograder.sandbox`);
+        sandbox: run each kernel in bubblewrap (:mod:`autograder.sandbox`);
             None: as ``$AUTOGRADER_SANDBOX`` says ("1"/"0", set by ``grade``), else
             whenever a sandbox can start here.
     """
@@ -92,7 +92,7 @@ def apply(
     c.FileNameCollectorPlugin.named_regexp = (
         r".*/(?P<student_id>[A-Za-z0-9.-]+)_(?P<file_id>[^/]+)\.ipynb$")
     # A kernel that dies (os._exit, segfault, memory cap) keeps the points earned before.
-    # In the sandbox, with the guard that reports tampering (issue 13).
+    # In the sandbox (issue 13); the trusted checker grades the test cells (issue 23).
     if sandbox is None:
         import os
 
@@ -101,7 +101,7 @@ def apply(
         env = os.environ.get("AUTOGRADER_SANDBOX")
         sandbox = env == "1" if env in ("0", "1") else sandbox_error() is None
     c.Autograde.autograde_preprocessors = [
-        "autograder.sandbox.GuardedExecute" if sandbox
+        "autograder.sandbox.SandboxedExecute" if sandbox
         else "autograder.nbgrader_plugins.ResilientExecute",
         "nbgrader.preprocessors.IgnorePattern",
         "nbconvert.preprocessors.ClearMetadataPreprocessor",

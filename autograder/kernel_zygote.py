@@ -13,8 +13,8 @@ sandbox's PID 1, ``--as-pid-1``), before any learner code runs, this process:
 
    - ``{"fork": {"argv": [...], "env": {...}, "cwd": DIR}}``: fork a kernel; the child
      closes the connection, takes ``env`` as its whole environment, changes to ``cwd`` and
-     runs :mod:`autograder.kernel_guard` (the guard, then ipykernel) as ``__main__``, just as
-     ``python -m autograder.kernel_guard ARGV`` would, only without Python's start-up and
+     runs :mod:`autograder.kernel_launch` (ipykernel) as ``__main__``, just as
+     ``python -m autograder.kernel_launch ARGV`` would, only without Python's start-up and
      the imports. Answer: ``{"pid": PID}`` (its PID in the sandbox);
    - ``{"clean": true}``: kill every other process of the sandbox (the kernel's leftovers:
      background processes, daemons), wait for them, remove everything in ``/tmp`` and
@@ -140,7 +140,7 @@ def _clean(reap) -> int:
 
 
 def _child(conn: socket.socket, wake: tuple[int, int], request: dict) -> None:
-    """In the forked kernel: drop everything of the zygote's, become the guarded kernel."""
+    """In the forked kernel: drop everything of the zygote's, become a grading kernel."""
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -165,8 +165,8 @@ def _child(conn: socket.socket, wake: tuple[int, int], request: dict) -> None:
         if "torch" in sys.modules:
             sys.modules["torch"].seed()
         importlib.invalidate_caches()  # the course package is a fresh copy
-        sys.argv = ["autograder.kernel_guard", *request["argv"]]
-        runpy.run_module("autograder.kernel_guard", run_name="__main__", alter_sys=True)
+        sys.argv = ["autograder.kernel_launch", *request["argv"]]
+        runpy.run_module("autograder.kernel_launch", run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1

@@ -9,19 +9,20 @@ Each kernel that grades a submission runs inside ``bwrap`` (the sandbox Flatpak 
   the Python installation and the virtual environment; a fresh ``/tmp`` and ``$HOME``;
 - a writable *scratch copy* of the submission's folder, mounted where the folder is, so
   relative paths work and nothing the learner writes reaches the real one;
-- a private copy of the course's Python package, which :mod:`autograder.kernel_guard`
-  loads into the kernel and then deletes before any learner code runs: the reference
-  implementations, the checks and ``solutions/`` are never readable from learner code.
+- the public part of the course's Python package (:data:`KERNEL_FILES`: the visible
+  tests' helpers, the plain-data client; for ex07 the helpers its notebook gives), read-only:
+  the reference implementations, the checks and ``solutions/`` are not in the sandbox at
+  all (they run in the trusted checker, :mod:`autograder.checker`).
 
 The course folder, ``solutions/``, the gradebook, the workspace, other submissions and the
 home folder are not mounted. The kernel talks to nbclient over Jupyter's ``ipc`` transport
-(Unix sockets in a folder bound into the sandbox at its own path), since it has no network, and reports
-what its guard found through a named pipe in the same folder (:meth:`drain_channel`).
+(Unix sockets in a folder bound into the sandbox at its own path), since it has no network;
+the checker's exchange folder is made in the same folder.
 
 Warm kernels (the default; ``AUTOGRADER_WARM_KERNELS=0`` turns them off): a process keeps
 one such sandbox (:class:`Zygote`) whose PID 1, :mod:`autograder.kernel_zygote`, has
 imported ipykernel and NumPy (and torch where the checks use it) and forks each kernel,
-which then runs the guard as a freshly started kernel would. Its root is read-only; before
+which then starts ipykernel as a freshly started kernel would. Its root is read-only; before
 each kernel the grader kills every process the previous one left, wipes ``/tmp``,
 ``/dev/shm``, System V IPC, the working folder (mounted at :data:`WORK_DIR`), the course
 copy and the connection folder, and copies the next notebook's folder and the course in.
@@ -31,10 +32,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hmac
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -50,8 +49,7 @@ from traitlets import default
 from autograder.memory import child_pids
 
 PACKAGE = Path(__file__).resolve().parent
-COURSE_DIR = "/opt/autograder-course"  # inside the sandbox: the package, deleted at start
-CHANNEL = "channel"
+COURSE_DIR = "/opt/autograder-course"  # inside the sandbox: the package's public files
 # Environment variables a kernel keeps; everything else (tokens, paths) is dropped.
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONUTF8", "PYTHONIOENCODING",
             "MPLBACKEND", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -133,24 +131,17 @@ def _rust_sysroot() -> str | None:
 # gets of the course package: the launchers, the visible tests' helpers and the client.
 # No reference, no check, no answer.
 KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "wire.py",
-                "kernel_client.py", "kernel_guard.py", "kernel_zygote.py", "rust.py")
+                "kernel_client.py", "kernel_launch.py", "kernel_zygote.py", "rust.py")
 # What an exercise's released notebook imports beyond those (the helpers it gives).
 KERNEL_EXTRA = {"ex07_transformer": ("transformer_given.py",)}
 
 
 def _copy_course(dest: Path, assignment: str | None = None) -> None:
-    """The Python package the kernel needs (not the grader, not bytecode caches): for an
-    exercise graded by the checker (or ``assignment`` None: the warm sandbox's own start)
-    only :data:`KERNEL_FILES` and the exercise's :data:`KERNEL_EXTRA`."""
-    from autograder.exercises import trusted
-
-    if assignment is None or trusted(assignment):
-        (dest / "autograder").mkdir(parents=True, exist_ok=True)
-        for name in KERNEL_FILES + KERNEL_EXTRA.get(assignment or "", ()):
-            shutil.copyfile(PACKAGE / name, dest / "autograder" / name)
-        return
-    shutil.copytree(PACKAGE, dest / "autograder", ignore=shutil.ignore_patterns(
-        "__pycache__", "grading", "cli.py", "__main__.py", "*.pyc", "target"))
+    """The part of the Python package the kernel gets: :data:`KERNEL_FILES` and
+    ``assignment``'s :data:`KERNEL_EXTRA` (None: the warm sandbox's own start)."""
+    (dest / "autograder").mkdir(parents=True, exist_ok=True)
+    for name in KERNEL_FILES + KERNEL_EXTRA.get(assignment or "", ()):
+        shutil.copyfile(PACKAGE / name, dest / "autograder" / name)
 
 
 def _descendants(pid: int) -> list[int]:
@@ -526,13 +517,11 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     nbclient creates one per notebook; the kernel's working folder (nbclient's ``cwd``,
     the submission's folder) is copied to a scratch folder that is mounted in its place.
-    ``exposed`` (a set of module names) lists the course modules the notebook's locked
-    cells import and that learner code may therefore use; ``assignment`` names the checks
-    to preload.
+    ``assignment`` names the exercise (what its kernel gets of the course, what the warm
+    sandbox preloads).
     """
 
     assignment: str = ""
-    exposed: tuple[str, ...] = ()
 
     @default("client_factory")
     def _client_factory_default(self):
@@ -556,19 +545,6 @@ class SandboxedKernelManager(AsyncKernelManager):
             self.scratch = Path(tempfile.mkdtemp(prefix="autograder-kernel-"))
             run, name = self.scratch / "run", "kernel"
             run.mkdir()
-        self._channel_path = run / f"{name}.{CHANNEL}"
-        os.mkfifo(self._channel_path, 0o600)
-        # Opened now, non-blocking: the kernel's guard opens the write end when it starts.
-        self._channel = os.open(self._channel_path, os.O_RDONLY | os.O_NONBLOCK)
-        self._channel_buffer = b""
-        self._key = None  # the guard's HMAC key, the channel's first line (confirm_checked)
-        self._nonces: list[str] = []
-        self._answered = self._channel_eof = self._forged = False
-        # The requests for a look after each cell: opened for reading and writing, so that
-        # the guard's open for reading returns at once.
-        self._requests_path = run / f"{name}.requests"
-        os.mkfifo(self._requests_path, 0o600)
-        self._requests = os.open(self._requests_path, os.O_RDWR | os.O_NONBLOCK)
         self.transport = "ipc"
         self.ip = str(run / name)
         self.connection_file = str(run / f"{name}.json")
@@ -591,11 +567,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         kept = {k: v for k, v in env.items() if k in KEEP_ENV}
         kept.update(HOME="/tmp", MPLCONFIGDIR="/tmp/matplotlib", PYTHONPATH=COURSE_DIR,
                     PYTHONDONTWRITEBYTECODE="1", JUPYTER_RUNTIME_DIR=str(run),
-                    IPYTHONDIR="/tmp/ipython", AUTOGRADER_ASSIGNMENT=self.assignment,
-                    AUTOGRADER_EXPOSED=",".join(self.exposed),
-                    AUTOGRADER_CHANNEL=str(self._channel_path),
-                    AUTOGRADER_REQUESTS=str(self._requests_path),
-                    AUTOGRADER_COURSE_DIR=COURSE_DIR)
+                    IPYTHONDIR="/tmp/ipython", AUTOGRADER_ASSIGNMENT=self.assignment)
         if _rust_sysroot():
             kept["RUSTC"] = str(Path(_rust_sysroot(), "bin", "rustc"))
         return kept
@@ -608,7 +580,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         run = self.scratch / "run"
         kept = kw["env"] = self._kernel_env(kw, run)
         # Our launcher instead of ipykernel's; its arguments (-f FILE ...) stay.
-        inner = [sys.executable, "-m", "autograder.kernel_guard"]
+        inner = [sys.executable, "-m", "autograder.kernel_launch"]
         args = _kernel_args(cmd)
         # bwrap applies mounts in order: the empty /tmp comes before the binds, so that a
         # course (and its .venv) cloned under /tmp is still visible, read-only, inside.
@@ -662,90 +634,12 @@ class SandboxedKernelManager(AsyncKernelManager):
             except OSError:
                 pass
 
-    def drain_channel(self) -> list[str]:
-        """Lines the kernel's guard has written so far (what it found), without waiting.
-
-        The guard's key line (the channel's first) and its answers to
-        :meth:`confirm_checked` are taken out; a false one, or a key line anywhere else,
-        comes back as a ``violation`` line (someone else wrote into the channel)."""
-        if getattr(self, "_channel", None) is None:
-            return []
-        chunks = []
-        while True:
-            try:
-                data = os.read(self._channel, 65536)
-            except BlockingIOError:
-                break
-            if not data:
-                self._channel_eof = True  # the kernel is gone
-                break
-            chunks.append(data)
-        text = self._channel_buffer + b"".join(chunks)
-        *lines, self._channel_buffer = text.split(b"\n")
-        out = []
-        for raw in lines:
-            line = raw.decode("utf-8", "replace")
-            if not line:
-                continue
-            if self._key is None:
-                if line.startswith("key\t"):
-                    try:
-                        self._key = bytes.fromhex(line.split("\t", 1)[1])
-                        continue
-                    except ValueError:
-                        pass
-                self._key = b""  # no answer of the guard's can be trusted from here on
-                out.append("violation\tthe guard's channel does not begin with its key "
-                           "(someone else wrote into it first)")
-            if line.startswith("key\t"):
-                out.append("violation\twrites into the guard's channel: a second key")
-            elif line.startswith("checked\t"):
-                _, nonce, answer = (line.split("\t") + ["", ""])[:3]
-                true = self._key and hmac.compare_digest(
-                    answer, hmac.digest(self._key, nonce.encode(), "sha256").hex())
-                if not true or nonce not in self._nonces:
-                    out.append("violation\twrites into the guard's channel: a false answer")
-                    self._forged = True
-                elif nonce == self._nonces[-1]:
-                    self._answered = True
-            else:
-                out.append(line)
-        return out
-
-    def confirm_checked(self, timeout: float = 10.0) -> tuple[list[str], bool]:
-        """Ask the kernel's guard to compare the shell's state with its baseline now (after
-        a cell) and wait for its answer: (the lines it wrote meanwhile, whether it answered).
-        The answer is an HMAC of a fresh nonce under the guard's key, so no learner code can
-        give it in the guard's place; a guard that does not answer was interfered with."""
-        if getattr(self, "_requests", None) is None:
-            return self.drain_channel(), True
-        nonce = os.urandom(16).hex()
-        self._nonces.append(nonce)
-        self._answered = False
-        try:
-            os.write(self._requests, f"{nonce}\n".encode())
-        except OSError:  # the pipe is full: nobody reads it
-            return self.drain_channel(), False
-        lines, deadline = [], time.monotonic() + timeout
-        while True:
-            lines += self.drain_channel()
-            if self._answered or self._channel_eof or self._forged:
-                return lines, self._answered
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return lines, False
-            select.select([self._channel], [], [], min(left, 1.0))
-
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
             self._remove_scratch()
 
     def _remove_scratch(self) -> None:
-        for fd in ("_channel", "_requests"):
-            if getattr(self, fd, None) is not None:
-                os.close(getattr(self, fd))
-                setattr(self, fd, None)
         zygote = getattr(self, "_zygote", None)
         if zygote is not None:  # the kernel's leftovers killed, its files wiped
             self._zygote = None
@@ -761,58 +655,23 @@ class SandboxedKernelManager(AsyncKernelManager):
             pass
 
 
-def exposed_modules(nb) -> tuple[str, ...]:
-    """Course modules the notebook's locked (instructor's) code cells import."""
-    import ast
-
-    found = set()
-    for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type != "code" or not meta.get("locked") or meta.get("solution"):
-            continue
-        lines = cell.source.splitlines()
-        found |= {ln.split()[1] for ln in lines if ln.strip().startswith("%load_ext ")
-                  and len(ln.split()) > 1 and ln.split()[1].startswith("autograder")}
-        try:
-            tree = ast.parse("\n".join(ln for ln in lines
-                                       if not ln.lstrip().startswith(("%", "!"))))
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                found |= {a.name for a in node.names if a.name.startswith("autograder")}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                    "autograder"):
-                found.add(node.module)
-                found |= {f"{node.module}.{a.name}" for a in node.names
-                          if node.module in ("autograder.reference", "autograder.checks")}
-    return tuple(sorted(found))
-
-
-def _guarded_execute_class():
+def _sandboxed_execute_class():
     from nbgrader.utils import is_grade, is_solution
 
-    from autograder.nbgrader_plugins import TAMPERING_ERROR, ResilientExecute, _error
+    from autograder.nbgrader_plugins import ResilientExecute
 
-    class GuardedExecute(ResilientExecute):
-        """nbgrader's Execute (via ResilientExecute) with the kernel in the sandbox.
-
-        After each cell it reads what the kernel's guard (:mod:`autograder.kernel_guard`)
-        reported. From the first report on, every graded test cell gets an error output
-        ``TamperingDetected: <what was found>``, so it scores 0 and the submission gets the
-        status ``tampering``; the tests that ran before keep their points.
-        """
+    class SandboxedExecute(ResilientExecute):
+        """nbgrader's Execute (via ResilientExecute: the trusted checker grades the test
+        cells) with the kernel in the sandbox, and the time of each phase profiled."""
 
         def create_kernel_manager(self):
             self.kernel_manager_class = SandboxedKernelManager
             km = super().create_kernel_manager()
             km.assignment = self.resources.get("nbgrader", {}).get("assignment", "") or ""
-            km.exposed = exposed_modules(self.nb)
             self.km = km
             return km
 
         def preprocess(self, nb, resources, km=None):
-            self._found: list[str] = []
             start = time.perf_counter()
             try:
                 return super().preprocess(nb, resources, km=km)
@@ -836,43 +695,9 @@ def _guarded_execute_class():
                     not cell.get("metadata", {}).get("nbgrader", {}).get("locked")
                     else "setup cells")
             with profiled(role):
-                cell, resources = super().preprocess_cell(cell, resources, index)
-            km = getattr(self, "km", None)
-            if cell.cell_type == "code" and isinstance(km, SandboxedKernelManager) and \
-                    getattr(self, "_trusted", None) is None:  # a guarded kernel
-                failed = False
-                # What the grader itself saw (an output's name is the learner's to choose).
-                stopped = self._dead or getattr(self, "_timed_out", None) is cell
-                if stopped or self._found:  # a kernel that did not finish the cell cannot
-                    lines = km.drain_channel()  # be asked; tampering found: no need to
-                else:  # the shell's state after the cell, looked at by the guard now
-                    with profiled("the guard's look after each cell"):
-                        lines, answered = km.confirm_checked()
-                    if not answered:
-                        self._found.append("the kernel's guard did not answer the grader "
-                                           "after this cell (its thread or its pipes were "
-                                           "interfered with)")
-                for line in lines:
-                    if line.startswith("violation\t"):
-                        self._found.append(line.split("\t", 1)[1])
-                    elif line == "cell\tfailed":  # the cell's code raised (the guard's exec)
-                        failed = True
-                    elif line.startswith("time\t"):  # the guard's own start-up
-                        try:
-                            _, what, secs = line.split("\t")
-                            PROFILE[what] = PROFILE.get(what, 0.0) + float(secs)
-                        except ValueError:  # the guard writes no such line: someone else did
-                            self._found.append(f"writes into the guard's channel: {line[:80]!r}")
-                if failed and is_grade(cell) and not is_solution(cell) and not any(
-                        o.get("output_type") == "error" for o in cell.outputs):
-                    self._found.append(f"{cell.metadata['nbgrader'].get('grade_id')} raised "
-                                       "an exception, but its error never arrived (hidden)")
-                if self._found and is_grade(cell) and not is_solution(cell):
-                    cell.outputs.append(_error(TAMPERING_ERROR, "; ".join(
-                        dict.fromkeys(self._found))[:2000]))
-            return cell, self.resources
+                return super().preprocess_cell(cell, resources, index)
 
-    return GuardedExecute
+    return SandboxedExecute
 
 
 # Seconds spent per phase in this process (a grading worker), read and reset per submission
@@ -891,8 +716,8 @@ def profiled(what: str):
 
 
 def __getattr__(name):  # nbgrader imports the preprocessor by name; build it on demand
-    if name == "GuardedExecute":
-        cls = _guarded_execute_class()
-        globals()["GuardedExecute"] = cls
+    if name in ("SandboxedExecute", "GuardedExecute"):  # the old name: older workspaces
+        cls = _sandboxed_execute_class()
+        globals().update(SandboxedExecute=cls, GuardedExecute=cls)
         return cls
     raise AttributeError(name)

@@ -69,8 +69,7 @@ def check(assignment: str, name: str, answer: Any) -> None:
 
 def check_for(assignment: str, module: str):
     """The ``knowledge_check(name, answer)`` check of ``assignment``, as a function of the
-    checks module ``module`` (the notebooks call ``exNN.knowledge_check("kcN", kcN_answer)``;
-    the kernel's guard offers a module's own functions as checks)."""
+    checks module ``module`` (the notebooks call ``exNN.knowledge_check("kcN", kcN_answer)``)."""
     def knowledge_check(name: str, answer: Any) -> None:
         check(assignment, name, answer)
 

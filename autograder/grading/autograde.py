@@ -12,7 +12,6 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.exercises import trusted
 from autograder.grading import gradebook, integrity
 from autograder.grading.record import NOTE, combine, fill  # noqa: F401 - combine re-exported
 from autograder.grading.results import Row, Status
@@ -65,7 +64,7 @@ def output_events(autograded: Path) -> dict[str, list[str]]:
 
 
 def tampering_found(autograded: Path) -> str:
-    """What the kernel's guard reported (the first ``TamperingDetected`` error's text)."""
+    """What the checker saw break its protocol (the first ``TamperingDetected`` error's text)."""
     for c in nbformat.read(autograded, as_version=4).cells:
         for out in c.get("outputs", []):
             if out.get("ename") == "TamperingDetected":
@@ -133,13 +132,8 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
         return row
     events: dict[Status, str] = {}
     note = []
-    if cheats and trusted(sub.assignment):  # nothing to reach: a note for the instructor
+    if cheats:  # the kernel holds nothing to reach: a note for the instructor
         note.append("the static scan noted (no points lost): " + "; ".join(cheats))
-    elif cheats:
-        zeroed = gradebook.zero_tests(workspace, sub.student_id, sub.assignment,
-                                      integrity.tests_after(sub.assignment, anchor))
-        events[Status.TAMPERING] = (f"{'; '.join(cheats)}: {len(zeroed)} test(s) after it "
-                                    "scored 0 (manual override in the gradebook)")
     if restored:
         events[Status.RESTORED_TESTS] = "restored from the source: " + ", ".join(restored)
     name = f"{sub.assignment}.ipynb"
@@ -155,7 +149,7 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
                                       "later tests scored 0")
     if "MemoryError" in errors:
         events[Status.OUT_OF_MEMORY] = f"MemoryError in {', '.join(errors['MemoryError'])}"
-    if "TamperingDetected" in errors:  # the sandbox's guard (autograder.kernel_guard)
+    if "TamperingDetected" in errors:  # the checker's protocol broken (autograder.checker)
         found = tampering_found(workspace / "autograded" / sub.student_id / sub.assignment / name)
         events[Status.TAMPERING] = "; ".join(filter(None, [events.get(Status.TAMPERING), (
             f"{found}: {len(errors['TamperingDetected'])} test(s) from there on scored 0")]))

@@ -103,17 +103,3 @@ def max_score(workspace: Path, assignment: str) -> float:
     """The assignment's total points, as recorded at release."""
     with open_gradebook(workspace) as gb:
         return float(gb.find_assignment(assignment).max_score)
-
-
-def zero_tests(workspace: Path, student_id: str, assignment: str, names: set[str]) -> list[str]:
-    """Set a manual score of 0 on the autograded tests ``names``; return those zeroed."""
-    zeroed = []
-    with open_gradebook(workspace) as gb:
-        s = gb.find_submission(assignment, student_id)
-        for nb in s.notebooks:
-            for g in nb.grades:
-                if g.name in names and g.cell.cell_type == "code" and g.max_score > 0:
-                    g.manual_score = 0.0
-                    zeroed.append(g.name)
-        gb.db.commit()
-    return zeroed

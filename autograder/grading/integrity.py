@@ -103,10 +103,3 @@ def learner_tampering(nb, assignment: str) -> tuple[str | None, list[str]]:
             if found:
                 return anchor, found
     return None, []
-
-
-def tests_after(assignment: str, anchor: str | None) -> set[str]:
-    """grade_ids of the released cells after ``anchor`` (all of them if None)."""
-    names = list(released_cells(assignment))
-    start = names.index(anchor) if anchor in names else -1
-    return set(names[start + 1:])
