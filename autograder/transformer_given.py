@@ -44,7 +44,7 @@ def positional_encoding(T: int, d_model: int) -> torch.Tensor:
     if isinstance(T, bool) or not isinstance(T, int) or T < 0:
         raise ValueError(f"T must be a non-negative integer, got T = {T!r}")
     if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model <= 0 or d_model % 2:
-        raise ValueError(f"d_model must be a positive even integer, got d_model = {d_model!r}")
+        raise ValueError(f"d_model must be even (and positive), got d_model = {d_model!r}")
     pos = torch.arange(T, dtype=torch.float64)[:, None]
     w = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64)
                   / d_model)

@@ -141,8 +141,6 @@ def test_learner_tampering_finds_the_cell_and_its_anchor():
     anchor, found = integrity.learner_tampering(nb, A)
     assert anchor == "softmax"
     assert found == ["line 2: assigns to np.testing.assert_allclose"]
-    after = integrity.tests_after(A, anchor)
-    assert "test_softmax_stable" in after and "softmax" not in after and "setup" not in after
 
 
 def test_tampering_inside_a_locked_cell_is_ignored():
