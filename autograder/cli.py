@@ -117,14 +117,20 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
                   file=sys.stderr)
             return 2
     hidden = nbk.tests_with_hidden_parts(assignment) if assignment else None
-    execution = nbk.execute(nb, path.resolve().parent, timeout=args.timeout, started=started)
+    whole = not args.visible_only and _hidden_tests_here(assignment)
+    if whole and not source:  # the open repository: every test whole, as grading runs it
+        nbk.put_hidden_tests_back(nb, assignment)
+    execution = nbk.execute(nb, path.resolve().parent, timeout=args.timeout, started=started,
+                            assignment=assignment if whole else "")
     rows = nbk.results(nb, hidden, execution)
     if not any(nbk.is_test_cell(c) for c in nb.cells):
         print(f"error: {path} has no nbgrader test cells", file=sys.stderr)
         return 2
     if assignment:
-        print(f"{path}: {assignment}" + (" (instructor's source: hidden tests run too)"
-                                         if source else ""))
+        print(f"{path}: {assignment}" + (
+            " (instructor's source: hidden tests run too)" if source else
+            " (hidden tests run too, by the course's checker, as grading runs them)" if whole
+            else ""))
     for w in warnings:
         print(f"warning: {w}")
     errors = nbk.cell_errors(nb)
@@ -140,8 +146,9 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
     pending = sum(r.points for r in rows if r.pending)
     lost = sum(r.points for r in rows if r.lost)
     total = sum(r.points for r in rows)
-    print(f"points: {earned:g} earned, {pending:g} pending (hidden tests and written answers, "
-          f"scored when your instructor grades), {lost:g} lost; {total:g} in all")
+    waiting = "written answers" if whole else "hidden tests and written answers"
+    print(f"points: {earned:g} earned, {pending:g} pending ({waiting}, scored when your "
+          f"instructor grades), {lost:g} lost; {total:g} in all")
     counts = {s: sum(r.status in group for r in rows) for s, group in (
         ("passed", ("pass",)), ("failed", ("fail", "timeout")), ("not run", ("notrun",)),
         ("pending", ("partial", "hidden", "manual", "blank")))}
@@ -152,6 +159,24 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
           + (f", {counts['not run']} not run" if counts["not run"] else ""))
     bad = counts["failed"] or counts["not run"] or errors or blank
     return 1 if bad else 0
+
+
+def _hidden_tests_here(assignment: str | None) -> bool:
+    """Whether ``assignment``'s hidden tests can run here: its source notebook and the
+    checks are in this copy of the course (the open repository; a class's private
+    release has neither)."""
+    import importlib.util
+
+    from autograder.config import SOLUTIONS
+    from autograder.exercises import trusted
+
+    if not assignment or not trusted(assignment):
+        return False
+    try:
+        found = importlib.util.find_spec("autograder.checks") is not None
+    except (ImportError, ValueError):
+        found = False
+    return found and (SOLUTIONS / assignment / f"{assignment}.ipynb").is_file()
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -204,12 +229,16 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("check", help="run a notebook's visible tests, one row per test",
+    p = sub.add_parser("check", help="run a notebook's tests, one row per test",
                        description=cmd_check.__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("notebook")
     p.add_argument("--timeout", type=int, default=60,
                    help="seconds one cell may run before it is stopped (default 60)")
+    p.add_argument("--visible-only", action="store_true",
+                   help="run the visible tests only, as in a class's private release (by "
+                        "default the hidden tests run too where this copy of the course has "
+                        "them)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("grade", help="autograde a class of submissions with nbgrader")

@@ -15,7 +15,13 @@ import sys
 
 
 def main() -> None:
-    os.dup2(2, 1)  # the process's own stdout is the grader's; kernel output goes over zmq
+    # The process's own standard streams are the grader's (a worker's log file, outside the
+    # sandbox): none is left open to the learner's code, which ipykernel would otherwise
+    # keep (it duplicates them to echo output). Kernel output goes over zmq.
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
     from ipykernel.kernelapp import launch_new_instance
 
     sys.argv[0] = "ipykernel_launcher"

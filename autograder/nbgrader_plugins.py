@@ -99,6 +99,13 @@ class ResilientExecute(Execute):
             return None  # a cell serving the checker: the checker counts the kernel's time
         return super()._get_timeout(cell)
 
+    def _update_display_id(self, display_id, msg):
+        tests = getattr(self, "_trusted", None)
+        if getattr(self, "_checker_bounded", None) is not None or (
+                tests is not None and tests.hidden_sent):
+            return  # no earlier output is rewritten once hidden inputs were sent
+        return super()._update_display_id(display_id, msg)
+
     async def _async_handle_timeout(self, timeout, cell=None):
         self._timed_out = cell  # this cell ran past the limit: its kernel was interrupted
         STOPPED.append(("CellTimeoutError", _where(cell)))
@@ -150,6 +157,9 @@ class TrustedTests:
         self.session = None
         self.folder = None
         self.broken = ""  # what broke the protocol, once it has
+        # Whether a hidden part has run (its inputs were sent to the kernel): from then on
+        # no output of the kernel's is kept outside a test cell's visible display.
+        self.hidden_sent = False
 
     def _session(self):
         if self.session is None:
@@ -177,7 +187,14 @@ class TrustedTests:
             return self._test_cell(cell, resources, index)
         if meta.get("locked") and not is_solution(cell):
             self.setup_sources.append(cell.source)
-        return ex._execute_in_kernel(cell, resources, index)
+        cell, resources = ex._execute_in_kernel(cell, resources, index)
+        if self.hidden_sent and cell.cell_type == "code" and cell.get("outputs"):
+            cell.outputs = [nbformat.v4.new_output(
+                "stream", name="stdout", text="(this cell's output is not shown: it ran after "
+                "hidden tests sent their inputs to your code)\n")] + [
+                _error(_builtin_name(o.get("ename")), "(its message is not shown either)")
+                for o in cell.outputs if o.get("output_type") == "error"]
+        return cell, resources
 
     def _test_cell(self, cell, resources, index):
         """One kernel cell serves the checker, which runs the whole test; the verdict alone
@@ -191,6 +208,7 @@ class TrustedTests:
         if ex._dead:
             return cell, resources
         marks = self.session.marks if self.session is not None else []
+        self.hidden_sent = self.hidden_sent or any(m[0] == "hidden" for m in marks)
         cell.outputs = _shown(self._outputs, marks) + ([_error(*verdict)] if verdict else [])
         ex.nb["cells"][index] = cell  # nbclient put the serving cell in its place
         return cell, resources
@@ -229,6 +247,16 @@ class TrustedTests:
             if self.executor._dead:
                 return "DeadKernelError", str(exc)
             return "CellTimeoutError" if "time limit" in str(exc) else "CheckStopped", str(exc)
+
+
+def _builtin_name(ename) -> str:
+    """An exception's name when it is one of Python's own (MemoryError says what stopped
+    a cell), else ``Exception``: a learner's own class name can carry anything."""
+    import builtins
+
+    kind = getattr(builtins, str(ename), None)
+    return str(ename) if isinstance(kind, type) and issubclass(kind, BaseException) else \
+        "Exception"
 
 
 def _signal(km, signum: int) -> None:

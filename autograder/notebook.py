@@ -107,6 +107,17 @@ def tests_with_hidden_parts(assignment: str, source_dir: Path | None = None) -> 
     return {grade_id(c) for c in nb.cells if is_test_cell(c) and HIDDEN_BEGIN in c.source}
 
 
+def put_hidden_tests_back(nb, assignment: str, source_dir: Path | None = None) -> None:
+    """Each test cell of ``nb`` (in place) as the source notebook of ``assignment`` has it,
+    hidden parts included: what grading runs."""
+    path = Path(source_dir or SOLUTIONS) / assignment / f"{assignment}.ipynb"
+    whole = {grade_id(c): c.source for c in nbformat.read(path, as_version=4).cells
+             if is_test_cell(c)}
+    for cell in nb.cells:
+        if is_test_cell(cell) and grade_id(cell) in whole:
+            cell.source = whole[grade_id(cell)]
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -227,6 +238,20 @@ def start_kernel(cwd: Path, timeout: int = 60, preload: tuple[str, ...] = ()):
 
     class Client(NotebookClient):
         record: Execution
+        # What the trusted checker (autograder.nbgrader_plugins.TrustedTests) uses of the
+        # notebook client that runs the kernel, as in grading: a serving cell it bounds
+        # itself, the kernel's death, a cell run in the kernel.
+        _checker_bounded = None
+        _dead = False
+
+        def _get_timeout(self, cell):
+            if cell is not None and cell is self._checker_bounded:
+                return None
+            return super()._get_timeout(cell)
+
+        def _execute_in_kernel(self, cell, resources, index):
+            self.execute_cell(cell, index)
+            return cell, resources
 
         async def _async_handle_timeout(self, timeout, cell=None):
             self.record.timed_out.add(self._current_index)
@@ -251,9 +276,11 @@ def start_kernel(cwd: Path, timeout: int = 60, preload: tuple[str, ...] = ()):
 
 
 def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
-            started=None) -> Execution:
+            started=None, assignment: str = "") -> Execution:
     """Run ``nb`` in place, cell by cell, in a fresh kernel started in ``cwd`` (or in
-    ``started``, from :func:`start_kernel` with the same ``cwd`` and ``timeout``).
+    ``started``, from :func:`start_kernel` with the same ``cwd`` and ``timeout``). With
+    ``assignment``, its test cells (whole: visible and hidden parts) are run by the trusted
+    checker as grading runs them (:class:`autograder.nbgrader_plugins.TrustedTests`).
 
     Errors are kept as outputs. A cell still running after ``timeout`` seconds is
     interrupted and recorded in ``Execution.timed_out``; when the kernel does not answer
@@ -262,10 +289,14 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
     """
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+    from autograder.nbgrader_plugins import STOPPED, TrustedTests
+
     record = Execution(timeout=timeout)
     client = started or start_kernel(cwd, timeout)
     client.nb = nb
     client.record = record
+    STOPPED.clear()
+    tests = TrustedTests(client, nb, assignment) if assignment else None
     with client.setup_kernel():
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
@@ -275,7 +306,14 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
                 continue
             client._current_index = index
             try:
-                client.execute_cell(cell, index)
+                if tests is not None:
+                    tests.preprocess_cell(cell, {}, index)
+                    if ("CellTimeoutError", grade_id(cell)) in STOPPED:
+                        record.timed_out.add(index)  # the checker stopped the test
+                    if client._dead:
+                        raise DeadKernelError("the kernel died")
+                else:
+                    client.execute_cell(cell, index)
             except DeadKernelError:
                 record.not_run.add(index)
                 record.stopped_because = f"the kernel died while cell {index + 1} ran"
@@ -287,6 +325,8 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
                 record.stopped_because = (f"{grade_id(cell) or f'cell {index + 1}'} timed out "
                                           "above; fix that and check again")
                 client.shutdown_kernel = "immediate"
+    if tests is not None:
+        tests.close()
     return record
 
 

@@ -93,13 +93,32 @@ def test_check_reports_the_failing_behaviour(tmp_path):
     assert " FAIL " not in rows["test_softmax_known_values"]
 
 
+def test_hidden_tests_run_where_the_course_has_them(tmp_path):
+    """Issue 27: in the open repository the hidden tests run too, through the trusted
+    checker as grading runs them: every point gets its verdict, a wrong knowledge check is
+    named wrong, and no hidden expected value is shown."""
+    cells, fails = parse_variant(variants(EX01)["knowledge_checks_wrong"])
+    proc = _check(_write(tmp_path, EX01, cells))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "hidden tests run too, by the course's checker" in proc.stdout
+    rows = _rows(proc.stdout)
+    assert {t for t, r in rows.items() if " FAIL " in r} == fails
+    assert all("is not the right answer" in rows[t] for t in fails), proc.stdout
+    assert _points(proc.stdout) == (11.0, 0.0, 3.0)
+    from autograder.checks.knowledge import ANSWERS
+
+    shown = [str(v) for v in ANSWERS[EX01].values()]
+    assert not any(f"'{v}'" in rows[t] or f" {v} " in rows[t] for t in fails for v in shown)
+
+
 def test_case_002_knowledge_check_points_are_pending_not_earned(tmp_path):
-    """Case 002: every function right, the knowledge checks wrong. The kc tests' visible
+    """Case 002: every function right, the knowledge checks wrong, checked with the visible
+    tests only (a class's private release has no hidden tests). The kc tests' visible
     parts pass, their hidden parts (the answers) are graded later: pending, never earned;
     exit 0 since nothing the learner can see failed."""
     cells, fails = parse_variant(variants(EX01)["knowledge_checks_wrong"])
     assert fails == {"test_kc1", "test_kc2", "test_kc3"}
-    proc = _check(_write(tmp_path, EX01, cells))
+    proc = _check(_write(tmp_path, EX01, cells), "--visible-only")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = _rows(proc.stdout)
     for t in ("test_kc1", "test_kc2", "test_kc3"):

@@ -83,6 +83,16 @@ def _corpus():
                                   "import os\nos._exit(1)"), 3.0, "kernel-died")
     c["segfault"] = (_insert_after(filled_notebook(A), "test_softmax_empty",
                                    "import ctypes\nctypes.string_at(0)"), 3.0, "kernel-died")
+    # Hidden inputs never reach the learner's feedback (found by the adversarial review):
+    # softmax rewrites a display of its own cell with every input it gets, and keeps them
+    # for a cell of the learner's after the last test, which prints them.
+    leak = _insert_after(filled_notebook(A), "softmax", (
+        "from IPython.display import display\n_seen = []\n"
+        "_handle = display('placeholder', display_id=True)\n_softmax = softmax\n\n\n"
+        "def softmax(row):\n    _seen.append(list(row))\n"
+        "    _handle.update(f'LEAKED {_seen[-1]}')\n    return _softmax(row)"))
+    leak.cells.append(nbformat.v4.new_code_cell("print('LEAKED', _seen)"))
+    c["leaks_hidden_inputs"] = (leak, FULL, "graded")
     c["calls_input"] = (_insert_after(filled_notebook(A), "setup", "name = input('name? ')"),
                         FULL, "graded")
     c["sys_exit"] = (_insert_after(filled_notebook(A), "setup", "import sys\nsys.exit(3)"),
@@ -184,6 +194,20 @@ def test_score_and_status(corpus_run, student):
     assert row["status"] == status, row
     assert float(row["score"]) == score, (row, tests.get(student))
     assert float(row["max_score"]) == FULL
+
+
+def test_hidden_inputs_never_reach_the_feedback(corpus_run):
+    """The learner's output after hidden inputs were sent is not kept: no earlier display is
+    rewritten, and a later cell of the learner's shows a note instead of what it printed."""
+    _, _, _, _, root = corpus_run
+    nb = nbformat.read(root / "ws" / "autograded" / "leaks_hidden_inputs" / A / f"{A}.ipynb",
+                       as_version=4)
+    texts = [str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
+             for c in nb.cells for o in c.get("outputs", [])]
+    assert any("placeholder" in t for t in texts), texts
+    assert not any("LEAKED" in t for t in texts), [t for t in texts if "LEAKED" in t]
+    assert "output is not shown" in "".join(
+        o.get("text", "") for o in nb.cells[-1].get("outputs", []))
 
 
 def test_resume_after_sigkill(tmp_path):

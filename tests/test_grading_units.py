@@ -360,3 +360,17 @@ def test_a_gradebook_reuses_its_engine_until_the_database_is_made_again(tmp_path
             gb.find_assignment("ex01_python_attention")
         gb.add_student("s1")  # the tables exist: nbgrader's own __init__ made them
         assert [s.id for s in gb.students] == ["s1"]
+
+
+def test_texts_a_spreadsheet_would_run_as_formulas_are_written_as_text():
+    """A student id taken from a folder named =HYPERLINK(...) (found by the adversarial
+    review) opens in a spreadsheet as text, not as a formula; numbers stay numbers."""
+    from autograder.grading.results import spreadsheet_safe
+
+    rows = [{"student_id": '=HYPERLINK("http://x","y")', "score": 1.5, "late_penalty": "-2.0",
+             "detail": "@SUM(A1)", "assignment": "ex01_python_attention", "test": "+1+1"}]
+    safe = spreadsheet_safe(rows)[0]
+    assert safe["student_id"] == "'" + rows[0]["student_id"]
+    assert safe["detail"] == "'@SUM(A1)" and safe["test"] == "'+1+1"
+    assert safe["score"] == 1.5 and safe["late_penalty"] == "-2.0"
+    assert safe["assignment"] == "ex01_python_attention"

@@ -90,6 +90,48 @@ def variance_close_to_d_k(fn: Callable, cases=CASES, seeds=SEEDS) -> None:
                 with explain(lambda: variance_hint(v, d_k, n)):
                     fail(f"{what} = {v:.4g}: Var(q.k) is d_k = {d_k}, and a sample variance "
                          f"of {n} draws should be within {bound:.3g} of it (6 standard errors)")
+    small_sample_distribution(fn)
+
+
+# The distribution of the estimate from a few draws, over many seeds: a sample variance of
+# n = 3 values of q . k (d_k = 1) is never negative and is strongly skewed, so a value made
+# to lie near d_k without drawing (d_k plus a normal error of the right size) is told from
+# a real estimate by a two-sample Kolmogorov-Smirnov test against the reference's own
+# estimates for other seeds. The bound KS_D is the test's critical value at 1e-6 for two
+# samples of SMALL_SEEDS: a correct implementation, whatever its generator, fails it with
+# probability of order 1e-6.
+SMALL_N, SMALL_SEEDS = 3, 300
+KS_D = math.sqrt(-math.log(1e-6 / 2) / 2) * math.sqrt(2 / SMALL_SEEDS)
+
+
+def _ks_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """The two-sample Kolmogorov-Smirnov statistic: the largest gap of the two empirical
+    distribution functions."""
+    points = np.sort(np.concatenate([a, b]))
+    cdf = [np.searchsorted(np.sort(x), points, side="right") / x.size for x in (a, b)]
+    return float(np.max(np.abs(cdf[0] - cdf[1])))
+
+
+def small_sample_distribution(fn: Callable) -> None:
+    """Over SMALL_SEEDS seeds, dot_product_variance(1, SMALL_N, seed) is never negative and
+    is distributed as a real sample variance of SMALL_N draws."""
+    from autograder.reference.scaling import dot_product_variance as reference
+
+    got = []
+    for seed in range(SMALL_SEEDS):
+        what = f"dot_product_variance(1, {SMALL_N}, seed={seed})"
+        v = _number(_call(fn, 1, SMALL_N, seed=seed, what=what), what)
+        if v < 0:
+            fail(f"{what} = {v:.4g} is negative: the sample variance of {SMALL_N} draws "
+                 "never is (is every value computed from real draws?)")
+        got.append(v)
+    expected = np.array([reference(1, SMALL_N, seed=10_000 + s) for s in range(SMALL_SEEDS)])
+    distance = _ks_distance(np.array(got), expected)
+    if distance > KS_D:
+        fail(f"over {SMALL_SEEDS} seeds, dot_product_variance(1, {SMALL_N}, seed) is not "
+             f"distributed as the sample variance of {SMALL_N} draws of q.k (Kolmogorov-"
+             f"Smirnov distance {distance:.2f} > {KS_D:.2f}): draw n_samples pairs and "
+             "return their sample variance")
 
 
 def seed_controls_the_sample(fn: Callable) -> None:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from autograder.grading.record import derive
-from autograder.grading.results import write_csv
+from autograder.grading.results import spreadsheet_safe, write_csv
 
 EXPORT_FIELDS = ["student_id", "assignment", "score", "max_score", "late_penalty", "status",
                  "detail"]
@@ -85,7 +85,7 @@ def export(workspace: Path, out: Path, roster: Path | None = None) -> tuple[list
                               "late_penalty": r.late_penalty, "status": str(r.status),
                               "detail": r.detail})
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    write_csv(Path(out), EXPORT_FIELDS, table)
+    write_csv(Path(out), EXPORT_FIELDS, spreadsheet_safe(table))
     return table, warnings
 
 

@@ -114,10 +114,27 @@ def save_state(workspace: Path, rows: dict) -> None:
 
 def save_rows(workspace: Path, rows: dict) -> None:
     """Write ``grades.csv`` and ``tests.csv`` (each row's ``tests``), sorted by assignment
-    then student."""
+    then student, safe to open in a spreadsheet (:func:`spreadsheet_safe`)."""
     ordered = sorted(rows.values(), key=lambda r: (r.assignment, r.student_id))
-    write_csv(workspace / GRADES_CSV, FIELDS, [r.to_dict() for r in ordered])
-    write_csv(workspace / TESTS_CSV, TEST_FIELDS, [t for r in ordered for t in r.tests])
+    write_csv(workspace / GRADES_CSV, FIELDS, spreadsheet_safe([r.to_dict() for r in ordered]))
+    write_csv(workspace / TESTS_CSV, TEST_FIELDS,
+              spreadsheet_safe([t for r in ordered for t in r.tests]))
+
+
+def spreadsheet_safe(rows: list[dict]) -> list[dict]:
+    """``rows`` with every text that a spreadsheet would run as a formula (one starting
+    with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, such as a student id
+    ``=HYPERLINK(...)`` taken from a folder's name) prefixed with an apostrophe, which
+    spreadsheets show as text (OWASP's advice on CSV injection). Numbers stay numbers."""
+    def safe(value):
+        if not isinstance(value, str) or not value.startswith(("=", "+", "-", "@", "\t", "\r")):
+            return value
+        try:
+            float(value)
+            return value
+        except ValueError:
+            return "'" + value
+    return [{k: safe(v) for k, v in row.items()} for row in rows]
 
 
 def write_csv(path: Path, fieldnames: list[str], rows: list[dict]) -> None:

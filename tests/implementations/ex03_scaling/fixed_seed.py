@@ -1,6 +1,9 @@
-"""Wrong: always seeds with 0, so different seeds give the same value.
+"""Wrong: always seeds with 0, so different seeds give the same value. Its estimates over
+many seeds are then one value, not the spread of a sample variance of a few draws, which the
+small-sample check of test_variance_close_to_d_k judges (it is what tells real draws from a
+value made to lie near d_k).
 
-fails: test_seed_reproducible
+fails: test_seed_reproducible, test_variance_close_to_d_k
 """
 # %% dot_product_variance
 import numpy as np

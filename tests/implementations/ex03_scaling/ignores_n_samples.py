@@ -1,6 +1,8 @@
-"""Wrong: ignores n_samples and always draws a fixed 10 000 pairs.
+"""Wrong: ignores n_samples and always draws a fixed 10 000 pairs. Asked for the sample
+variance of 3 draws, it returns one of 10 000, whose spread over seeds is far narrower (the
+small-sample check of test_variance_close_to_d_k).
 
-fails: test_seed_reproducible
+fails: test_seed_reproducible, test_variance_close_to_d_k
 """
 # %% dot_product_variance
 import numpy as np
