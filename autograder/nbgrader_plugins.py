@@ -160,6 +160,9 @@ class TrustedTests:
         # Whether a hidden part has run (its inputs were sent to the kernel): from then on
         # no output of the kernel's is kept outside a test cell's visible display.
         self.hidden_sent = False
+        # Grading hides those outputs from the feedback; a learner's own check keeps them
+        # (nothing is hidden from a learner who has the hidden tests on their machine).
+        self.hide_after_hidden = True
 
     def _session(self):
         if self.session is None:
@@ -188,7 +191,8 @@ class TrustedTests:
         if meta.get("locked") and not is_solution(cell):
             self.setup_sources.append(cell.source)
         cell, resources = ex._execute_in_kernel(cell, resources, index)
-        if self.hidden_sent and cell.cell_type == "code" and cell.get("outputs"):
+        if self.hidden_sent and self.hide_after_hidden and cell.cell_type == "code" and \
+                cell.get("outputs"):
             cell.outputs = [nbformat.v4.new_output(
                 "stream", name="stdout", text="(this cell's output is not shown: it ran after "
                 "hidden tests sent their inputs to your code)\n")] + [

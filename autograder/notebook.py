@@ -297,6 +297,8 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
     client.record = record
     STOPPED.clear()
     tests = TrustedTests(client, nb, assignment) if assignment else None
+    if tests is not None:
+        tests.hide_after_hidden = False  # the learner's own machine: nothing to hide
     with client.setup_kernel():
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
