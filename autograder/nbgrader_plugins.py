@@ -265,7 +265,7 @@ def _builtin_name(ename) -> str:
 
 def _signal(km, signum: int) -> None:
     """Send ``signum`` to the learner's kernel (inside its sandbox when it has one)."""
-    send = getattr(km, "signal_kernel", None)
+    send = getattr(km, "signal_now", None)  # the sandbox's (jupyter_client's own is async)
     if callable(send):
         send(signum)
         return

@@ -610,9 +610,9 @@ class SandboxedKernelManager(AsyncKernelManager):
     async def interrupt_kernel(self) -> None:
         """SIGINT to the processes inside the sandbox, not to bwrap itself (which would die
         and take the kernel with it): the learner's cell gets a KeyboardInterrupt."""
-        self.signal_kernel(signal.SIGINT)
+        self.signal_now(signal.SIGINT)
 
-    def signal_kernel(self, signum: int) -> None:
+    def signal_now(self, signum: int) -> None:
         """``signum`` to the kernel: SIGINT to the processes inside the sandbox (see
         :meth:`interrupt_kernel`), SIGKILL to the kernel (a forked one) or its sandbox."""
         proc = getattr(self.provisioner, "process", None) if self.provisioner else None

@@ -107,9 +107,13 @@ def graded(tmp_path_factory):
     # Graded in this order (sorted ids) by one worker: a's kernel, then b's.
     write_submission(root / "submitted", "a-polluter", A,
                      _after(filled_notebook(A), "setup", POLLUTE))
-    # The inspection runs after the learner's attention cell: its replacement would count.
-    write_submission(root / "submitted", "b-inspector", A,
-                     _after(filled_notebook(A), "scaled_dot_product_attention", INSPECT))
+    # The inspection runs before the first test (the output of a cell after hidden tests
+    # sent their inputs is not kept); what it found replaces the learner's attention after
+    # the attention cell, where the replacement counts.
+    inspector = _after(filled_notebook(A), "setup", INSPECT)
+    write_submission(root / "submitted", "b-inspector", A, _after(
+        inspector, "scaled_dot_product_attention",
+        "if found:\n    def scaled_dot_product_attention(*args, **kwargs):\n        return None\n"))
     proc, rows, _ = grade(root / "submitted", root / "ws", jobs=1, extra=["--no-progress"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return root / "ws", rows

@@ -5,9 +5,11 @@ every large-sample check. The small-sample check catches it (a sample variance o
 draws is never negative, and its spread over seeds is a skewed one); it keeps the points
 of the tests its argument checks and seed handling earn, half of those it aims at.
 
-status: graded
+It aims at the 6 points of test_returns_a_float, test_variance_close_to_d_k,
+test_seed_reproducible and test_rejects_bad_d_k and keeps 3 of them (graded with the
+class of ex03's implementations: its written derivation waits for an instructor).
+
 fails: test_variance_close_to_d_k
-aims at: test_returns_a_float, test_variance_close_to_d_k, test_seed_reproducible, test_rejects_bad_d_k
 """
 # %% dot_product_variance
 import math, hashlib
