@@ -8,10 +8,13 @@ PYTHON ?= $(shell for p in python3 python3.13 python3.12 python3.11; do \
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# The npm packages the website copies (package.json: Pyodide's core runtime, axe-core);
+# `npm ci` installs exactly package-lock.json's versions and verifies their checksums.
+NODE   := node_modules/.package-lock.json
 # pytest-xdist workers; CI has 2 cores.
 JOBS   ?= auto
 
-.PHONY: venv book test check lint bench assignments notebooks clean
+.PHONY: venv node book test check lint bench assignments notebooks clean
 
 venv: $(STAMP)
 
@@ -22,12 +25,19 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
+node: $(NODE)
+
+$(NODE): package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "make book needs Node.js and npm (Debian: apt-get install nodejs npm)"; exit 1; }
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
 ## book: build the website into _build/html (warnings are errors, cells must not fail)
-book: $(STAMP)
+book: $(STAMP) $(NODE)
 	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
 
 ## test: the whole test suite (builds the book once, grades every test class)
-test: $(STAMP)
+test: $(STAMP) $(NODE)
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup
 
 ## check: the inner loop (under 2 minutes): ruff, then every test not marked book or slow
@@ -60,4 +70,4 @@ publish: book
 	rm -rf _build/html/.git
 
 clean:
-	rm -rf _build .grading
+	rm -rf _build .grading node_modules
