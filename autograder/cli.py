@@ -21,6 +21,7 @@ from pathlib import Path
 
 from autograder import ASSIGNMENTS
 from autograder.config import DEFAULT_WORKSPACE, EXERCISES
+from autograder.verdicts import report
 
 
 def _suggest(path: Path) -> list[str]:
@@ -133,31 +134,8 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
             else ""))
     for w in warnings:
         print(f"warning: {w}")
-    errors = nbk.cell_errors(nb)
-    for _, name, message in errors:
-        print(f"error in your cell {name}: {message}")
-    label = {"pass": "PASS", "fail": "FAIL", "timeout": "TIMEOUT", "notrun": "NOT RUN",
-             "partial": "PENDING",
-             "hidden": "PENDING", "manual": "MANUAL", "blank": "BLANK"}
-    width = max(len(r.name) for r in rows)
-    for r in rows:
-        print(f"{r.name:<{width}}  {r.points:>4g} pt  {label[r.status]:<7}  {r.message}")
-    earned = sum(r.points for r in rows if r.earned)
-    pending = sum(r.points for r in rows if r.pending)
-    lost = sum(r.points for r in rows if r.lost)
-    total = sum(r.points for r in rows)
-    waiting = "written answers" if whole else "hidden tests and written answers"
-    print(f"points: {earned:g} earned, {pending:g} pending ({waiting}, scored when your "
-          f"instructor grades), {lost:g} lost; {total:g} in all")
-    counts = {s: sum(r.status in group for r in rows) for s, group in (
-        ("passed", ("pass",)), ("failed", ("fail", "timeout")), ("not run", ("notrun",)),
-        ("pending", ("partial", "hidden", "manual", "blank")))}
-    blank = [r.name for r in rows if r.status == "blank"]
-    if blank:
-        print(f"warning: written answer {', '.join(blank)} is still empty")
-    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['pending']} pending"
-          + (f", {counts['not run']} not run" if counts["not run"] else ""))
-    bad = counts["failed"] or counts["not run"] or errors or blank
+    lines, bad = report(rows, nbk.cell_errors(nb), whole=whole)
+    print("\n".join(lines))
     return 1 if bad else 0
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from autograder.verdicts import TEXT_STUB  # noqa: F401 - defined where the pure readers need it
+
 REPO = Path(__file__).resolve().parent.parent
 # $AUTOGRADER_SOLUTIONS: another source folder (a course's own copy of solutions/, or a
 # test's copy with a changed hidden test); grading and release read the sources there.
@@ -21,7 +23,7 @@ COURSE_ID = "attention-course"
 
 # The stub nbgrader puts where a solution was.
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
-TEXT_STUB = "YOUR ANSWER HERE"
+# TEXT_STUB, nbgrader's stub of a written answer, is defined in autograder.verdicts.
 # The stub of a solution region in a ``%%rust`` cell (ex08): valid Rust that compiles.
 RUST_STUB = "// YOUR CODE HERE\ntodo!()"
 

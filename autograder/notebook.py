@@ -9,9 +9,7 @@ its hidden part has not run yet (:func:`results`).
 
 from __future__ import annotations
 
-import ast
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -19,82 +17,24 @@ import nbformat
 
 from autograder.config import EXERCISES, SOLUTIONS
 
-HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
-
-
-@dataclass
-class TestResult:
-    """One graded cell after execution.
-
-    ``status`` is one of: ``pass`` (every part of the test ran here and passed: points
-    earned), ``partial`` (the visible part passed; a hidden part runs when the instructor
-    grades: points pending), ``hidden`` (all of the test is hidden: points pending),
-    ``fail`` (points lost), ``timeout`` (the cell ran past the timeout: points lost),
-    ``notrun`` (not run because an earlier cell timed out or the kernel died),
-    ``manual`` (a written answer graded by the instructor: points pending) and ``blank``
-    (a written answer still empty).
-    """
-
-    name: str  # the cell's nbgrader grade_id
-    points: float
-    status: str
-    message: str  # first line of the error, or the test's docstring
-
-    @property
-    def earned(self) -> bool:
-        return self.status == "pass"
-
-    @property
-    def pending(self) -> bool:
-        return self.status in ("partial", "hidden", "manual", "blank")
-
-    @property
-    def lost(self) -> bool:
-        return self.status in ("fail", "timeout")
-
-
-@dataclass
-class Execution:
-    """What happened while a notebook ran: cells that timed out or never ran."""
-
-    timeout: int
-    timed_out: set[int] = field(default_factory=set)  # cell indices
-    not_run: set[int] = field(default_factory=set)  # after a dead or stuck kernel
-    stopped_because: str = ""
-
-
-def nbgrader_meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
-
-
-def is_test_cell(cell) -> bool:
-    """An nbgrader "autograder tests" cell: graded, not a solution, code."""
-    meta = nbgrader_meta(cell)
-    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
-
-
-def test_summary(source: str) -> str:
-    """The first line of a test cell's docstring, or '' when it has none."""
-    try:
-        doc = ast.get_docstring(ast.parse(source)) or ""
-    except SyntaxError:
-        return ""
-    return doc.strip().splitlines()[0] if doc.strip() else ""
-
-
-def first_error_line(output) -> str:
-    """``ename: evalue`` of an error output, first line only."""
-    evalue = str(output.get("evalue", "")).strip().splitlines()
-    return f"{output.get('ename', 'Error')}: {evalue[0] if evalue else ''}".rstrip(": ")
-
-
-def only_docstring(source: str) -> bool:
-    """True when a test cell holds nothing but its docstring (all of it is hidden)."""
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        return False
-    return len(body) <= 1 and bool(test_summary(source))
+from autograder.verdicts import (  # noqa: F401 - re-exported: the names notebook readers use
+    HIDDEN_BEGIN,
+    Execution,
+    TestResult,
+    cell_errors,
+    defines,
+    error_location,
+    first_error_line,
+    grade_id,
+    is_fixed_cell,
+    is_manual_cell,
+    is_test_cell,
+    nbgrader_meta,
+    normalise,
+    only_docstring,
+    results,
+    test_summary,
+)
 
 
 def tests_with_hidden_parts(assignment: str, source_dir: Path | None = None) -> set[str] | None:
@@ -116,108 +56,6 @@ def put_hidden_tests_back(nb, assignment: str, source_dir: Path | None = None) -
     for cell in nb.cells:
         if is_test_cell(cell) and grade_id(cell) in whole:
             cell.source = whole[grade_id(cell)]
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def error_location(cell, output) -> str:
-    """Where a cell's error happened, in the learner's own words: ``line N: <code>``."""
-    from autograder.grading.tampering import _python_source  # %%rust and other magics
-
-    try:
-        ast.parse(_python_source(cell.source))
-    except SyntaxError as exc:
-        line = (exc.text or "").strip() or cell.source.splitlines()[(exc.lineno or 1) - 1].strip()
-        return f"SyntaxError: {exc.msg} (line {exc.lineno}: {line})"
-    text = _ANSI.sub("", "\n".join(output.get("traceback", [])))
-    m = re.search(r"Cell In\[\d+\], line (\d+)", text)
-    if not m:
-        return ""
-    n = int(m.group(1))
-    lines = cell.source.splitlines()
-    return f"line {n}: {lines[n - 1].strip()}" if 0 < n <= len(lines) else f"line {n}"
-
-
-def defines(source: str, name: str) -> bool:
-    """Whether a cell's source (even one that does not parse) defines ``name``."""
-    return re.search(rf"^\s*(?:def|class)\s+{name}\b|^\s*{name}\s*(?::[^=]*)?=(?!=)",
-                     source, flags=re.M) is not None
-
-
-def cell_errors(nb) -> list[tuple[int, str, str]]:
-    """(index, name, message) of every code cell that is not a test and raised an error:
-    the learner's code cells, whose failure makes later tests fail with a NameError."""
-    out = []
-    for i, c in enumerate(nb.cells):
-        if c.cell_type != "code" or is_test_cell(c):
-            continue
-        errors = [o for o in c.get("outputs", []) if o.get("output_type") == "error"]
-        if errors:
-            where = error_location(c, errors[0])
-            name = grade_id(c) or f"cell {i + 1}"
-            if where.startswith("SyntaxError"):
-                out.append((i, name, where))
-            elif errors[0].get("ename") == "NotImplementedError":
-                out.append((i, name, "not done yet: it still raises NotImplementedError"))
-            else:
-                out.append((i, name, first_error_line(errors[0]) + (f" ({where})" if where else "")))
-    return out
-
-
-def results(nb: nbformat.NotebookNode, hidden: set[str] | None = None,
-            execution: Execution | None = None) -> list[TestResult]:
-    """Results of the graded cells of an executed notebook, in notebook order.
-
-    Args:
-        nb: the executed notebook.
-        hidden: grade_ids of tests that have a hidden part (:func:`tests_with_hidden_parts`);
-            None when unknown, and then a passing test is only ``partial``, never ``pass``.
-        execution: what :func:`execute` recorded (timeouts, cells never run).
-    """
-    out = []
-    broken = cell_errors(nb)
-    for i, cell in enumerate(nb.cells):
-        meta = nbgrader_meta(cell)
-        gid, points = meta.get("grade_id", "?"), float(meta.get("points", 0) or 0)
-        if is_manual_cell(cell):
-            from autograder.config import TEXT_STUB
-
-            text = normalise(cell.source)
-            if not text or text == TEXT_STUB or (cell.cell_type == "code" and
-                                                 "raise NotImplementedError()" in text):
-                out.append(TestResult(gid, points, "blank",
-                                      "graded by your instructor; your answer is still empty"))
-            else:
-                out.append(TestResult(gid, points, "manual", "graded by your instructor"))
-            continue
-        if not is_test_cell(cell):
-            continue
-        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        if execution and i in execution.timed_out:
-            status, message = "timeout", (f"timed out: still running after {execution.timeout} s "
-                                          "and stopped (an endless loop?)")
-        elif execution and i in execution.not_run:
-            status, message = "notrun", f"not run: {execution.stopped_because}"
-        elif errors:
-            status, message = "fail", first_error_line(errors[0])
-            if errors[0].get("ename") == "NameError":
-                missing = re.search(r"name '(\w+)' is not defined", str(errors[0].get("evalue")))
-                culprit = [name for j, name, _ in broken if j < i and missing
-                           and defines(nb.cells[j].source, missing.group(1))]
-                if culprit:
-                    message += f" (fix the error in cell '{culprit[-1]}' above first)"
-        elif only_docstring(cell.source):
-            status, message = "hidden", "graded later: all of this test is hidden"
-        elif HIDDEN_BEGIN in cell.source:  # the instructor's source: hidden part ran too
-            status, message = "pass", test_summary(cell.source)
-        elif hidden is None or gid in hidden:
-            status = "partial"
-            message = "visible part passed; the rest is graded later: " + test_summary(cell.source)
-        else:
-            status, message = "pass", test_summary(cell.source)
-        out.append(TestResult(gid, points, status, message))
-    return out
 
 
 def start_kernel(cwd: Path, timeout: int = 60, preload: tuple[str, ...] = ()):
@@ -333,29 +171,6 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
 
 
 # --- Which assignment a notebook is, and how it differs from its released version ---------
-
-def grade_id(cell) -> str | None:
-    """The cell's nbgrader grade_id, or None for a cell without nbgrader metadata."""
-    return nbgrader_meta(cell).get("grade_id")
-
-
-def is_fixed_cell(cell) -> bool:
-    """A read-only cell of the released notebook: locked, not a solution. Grading restores
-    these from the release (nbgrader's OverwriteCells), whatever the learner did to them."""
-    meta = nbgrader_meta(cell)
-    return bool(meta.get("grade_id")) and bool(meta.get("locked")) and not meta.get("solution")
-
-
-def is_manual_cell(cell) -> bool:
-    """An nbgrader "manually graded answer" cell: graded and a solution (a written answer)."""
-    meta = nbgrader_meta(cell)
-    return bool(meta.get("grade")) and bool(meta.get("solution"))
-
-
-def normalise(source: str) -> str:
-    """Source compared line by line, ignoring trailing spaces and blank lines at the ends."""
-    return "\n".join(line.rstrip() for line in source.strip().splitlines())
-
 
 @lru_cache(maxsize=None)
 def _released(folder: str) -> dict[str, dict[str, str]]:

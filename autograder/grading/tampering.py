@@ -10,19 +10,11 @@ from __future__ import annotations
 
 import ast
 
+from autograder.verdicts import python_source
+
 SHELL_NAMES = {"get_ipython", "__builtins__", "builtins", "InteractiveShell", "ipykernel"}
 SYS_HOOKS = {"modules", "settrace", "setprofile", "excepthook", "displayhook", "stdout",
              "stderr", "meta_path", "path_hooks"}
-
-
-def _python_source(source: str) -> str:
-    """Cell source with IPython magics turned into Python (``%timeit`` -> get_ipython...)."""
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        return TransformerManager().transform_cell(source)
-    except Exception:  # noqa: BLE001 - fall back to the raw text
-        return source
 
 
 def _root(node: ast.AST) -> ast.AST:
@@ -34,7 +26,7 @@ def _root(node: ast.AST) -> ast.AST:
 def suspicious(source: str) -> list[str]:
     """Descriptions of the statements in ``source`` that modify modules or the shell."""
     try:
-        tree = ast.parse(_python_source(source))
+        tree = ast.parse(python_source(source))
     except SyntaxError:
         return []
     modules = {"sys", "builtins", "__builtins__"}

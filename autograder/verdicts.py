@@ -1,0 +1,263 @@
+"""What a notebook's test cells say once they have run: one row per graded cell, and the
+report ``python -m autograder check`` prints.
+
+Pure logic on notebooks as plain dicts (nbformat's notebooks are dicts too), with the
+standard library only: the website's in-page check of exercise 1 (``_ext/course_runner.py``)
+runs this module in the browser's Python, so a learner there reads the rows ``check`` prints.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+try:  # IPython turns %%rust and other magics into Python; the browser's Python has no IPython
+    from IPython.core.inputtransformer2 import TransformerManager
+except ImportError:  # pragma: no cover - the in-page tier
+    TransformerManager = None
+
+HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
+TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader's text stub of a written answer (config.TEXT_STUB)
+
+
+def python_source(source: str) -> str:
+    """Cell source with IPython magics turned into Python (``%timeit`` -> get_ipython...);
+    the raw text where IPython is absent or cannot read it."""
+    if TransformerManager is None:
+        return source
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - fall back to the raw text
+        return source
+
+
+@dataclass
+class TestResult:
+    """One graded cell after execution.
+
+    ``status`` is one of: ``pass`` (every part of the test ran here and passed: points
+    earned), ``partial`` (the visible part passed; a hidden part runs when the instructor
+    grades: points pending), ``hidden`` (all of the test is hidden: points pending),
+    ``fail`` (points lost), ``timeout`` (the cell ran past the timeout: points lost),
+    ``notrun`` (not run because an earlier cell timed out or the kernel died),
+    ``manual`` (a written answer graded by the instructor: points pending) and ``blank``
+    (a written answer still empty).
+    """
+
+    name: str  # the cell's nbgrader grade_id
+    points: float
+    status: str
+    message: str  # first line of the error, or the test's docstring
+
+    @property
+    def earned(self) -> bool:
+        return self.status == "pass"
+
+    @property
+    def pending(self) -> bool:
+        return self.status in ("partial", "hidden", "manual", "blank")
+
+    @property
+    def lost(self) -> bool:
+        return self.status in ("fail", "timeout")
+
+
+@dataclass
+class Execution:
+    """What happened while a notebook ran: cells that timed out or never ran."""
+
+    timeout: int
+    timed_out: set[int] = field(default_factory=set)  # cell indices
+    not_run: set[int] = field(default_factory=set)  # after a dead or stuck kernel
+    stopped_because: str = ""
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def is_test_cell(cell) -> bool:
+    """An nbgrader "autograder tests" cell: graded, not a solution, code."""
+    meta = nbgrader_meta(cell)
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def test_summary(source: str) -> str:
+    """The first line of a test cell's docstring, or '' when it has none."""
+    try:
+        doc = ast.get_docstring(ast.parse(source)) or ""
+    except SyntaxError:
+        return ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+def first_error_line(output) -> str:
+    """``ename: evalue`` of an error output, first line only."""
+    evalue = str(output.get("evalue", "")).strip().splitlines()
+    return f"{output.get('ename', 'Error')}: {evalue[0] if evalue else ''}".rstrip(": ")
+
+
+def only_docstring(source: str) -> bool:
+    """True when a test cell holds nothing but its docstring (all of it is hidden)."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    return len(body) <= 1 and bool(test_summary(source))
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def error_location(cell, output) -> str:
+    """Where a cell's error happened, in the learner's own words: ``line N: <code>``."""
+    try:
+        ast.parse(python_source(cell["source"]))
+    except SyntaxError as exc:
+        line = (exc.text or "").strip() or cell["source"].splitlines()[(exc.lineno or 1) - 1].strip()
+        return f"SyntaxError: {exc.msg} (line {exc.lineno}: {line})"
+    text = _ANSI.sub("", "\n".join(output.get("traceback", [])))
+    m = re.search(r"Cell In\[\d+\], line (\d+)", text)
+    if not m:
+        return ""
+    n = int(m.group(1))
+    lines = cell["source"].splitlines()
+    return f"line {n}: {lines[n - 1].strip()}" if 0 < n <= len(lines) else f"line {n}"
+
+
+def defines(source: str, name: str) -> bool:
+    """Whether a cell's source (even one that does not parse) defines ``name``."""
+    return re.search(rf"^\s*(?:def|class)\s+{name}\b|^\s*{name}\s*(?::[^=]*)?=(?!=)",
+                     source, flags=re.M) is not None
+
+
+def cell_errors(nb) -> list[tuple[int, str, str]]:
+    """(index, name, message) of every code cell that is not a test and raised an error:
+    the learner's code cells, whose failure makes later tests fail with a NameError."""
+    out = []
+    for i, c in enumerate(nb["cells"]):
+        if c.cell_type != "code" or is_test_cell(c):
+            continue
+        errors = [o for o in c.get("outputs", []) if o.get("output_type") == "error"]
+        if errors:
+            where = error_location(c, errors[0])
+            name = grade_id(c) or f"cell {i + 1}"
+            if where.startswith("SyntaxError"):
+                out.append((i, name, where))
+            elif errors[0].get("ename") == "NotImplementedError":
+                out.append((i, name, "not done yet: it still raises NotImplementedError"))
+            else:
+                out.append((i, name, first_error_line(errors[0]) + (f" ({where})" if where else "")))
+    return out
+
+
+def results(nb, hidden: set[str] | None = None,
+            execution: Execution | None = None) -> list[TestResult]:
+    """Results of the graded cells of an executed notebook, in notebook order.
+
+    Args:
+        nb: the executed notebook.
+        hidden: grade_ids of tests that have a hidden part (:func:`tests_with_hidden_parts`);
+            None when unknown, and then a passing test is only ``partial``, never ``pass``.
+        execution: what :func:`execute` recorded (timeouts, cells never run).
+    """
+    out = []
+    broken = cell_errors(nb)
+    for i, cell in enumerate(nb["cells"]):
+        meta = nbgrader_meta(cell)
+        gid, points = meta.get("grade_id", "?"), float(meta.get("points", 0) or 0)
+        if is_manual_cell(cell):
+            text = normalise(cell["source"])
+            if not text or text == TEXT_STUB or (cell.cell_type == "code" and
+                                                 "raise NotImplementedError()" in text):
+                out.append(TestResult(gid, points, "blank",
+                                      "graded by your instructor; your answer is still empty"))
+            else:
+                out.append(TestResult(gid, points, "manual", "graded by your instructor"))
+            continue
+        if not is_test_cell(cell):
+            continue
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if execution and i in execution.timed_out:
+            status, message = "timeout", (f"timed out: still running after {execution.timeout} s "
+                                          "and stopped (an endless loop?)")
+        elif execution and i in execution.not_run:
+            status, message = "notrun", f"not run: {execution.stopped_because}"
+        elif errors:
+            status, message = "fail", first_error_line(errors[0])
+            if errors[0].get("ename") == "NameError":
+                missing = re.search(r"name '(\w+)' is not defined", str(errors[0].get("evalue")))
+                culprit = [name for j, name, _ in broken if j < i and missing
+                           and defines(nb["cells"][j]["source"], missing.group(1))]
+                if culprit:
+                    message += f" (fix the error in cell '{culprit[-1]}' above first)"
+        elif only_docstring(cell["source"]):
+            status, message = "hidden", "graded later: all of this test is hidden"
+        elif HIDDEN_BEGIN in cell["source"]:  # the instructor's source: hidden part ran too
+            status, message = "pass", test_summary(cell["source"])
+        elif hidden is None or gid in hidden:
+            status = "partial"
+            message = "visible part passed; the rest is graded later: " + test_summary(cell["source"])
+        else:
+            status, message = "pass", test_summary(cell["source"])
+        out.append(TestResult(gid, points, status, message))
+    return out
+
+
+def grade_id(cell) -> str | None:
+    """The cell's nbgrader grade_id, or None for a cell without nbgrader metadata."""
+    return nbgrader_meta(cell).get("grade_id")
+
+
+def is_fixed_cell(cell) -> bool:
+    """A read-only cell of the released notebook: locked, not a solution. Grading restores
+    these from the release (nbgrader's OverwriteCells), whatever the learner did to them."""
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade_id")) and bool(meta.get("locked")) and not meta.get("solution")
+
+
+def is_manual_cell(cell) -> bool:
+    """An nbgrader "manually graded answer" cell: graded and a solution (a written answer)."""
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade")) and bool(meta.get("solution"))
+
+
+def normalise(source: str) -> str:
+    """Source compared line by line, ignoring trailing spaces and blank lines at the ends."""
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+LABELS = {"pass": "PASS", "fail": "FAIL", "timeout": "TIMEOUT", "notrun": "NOT RUN",
+          "partial": "PENDING", "hidden": "PENDING", "manual": "MANUAL", "blank": "BLANK"}
+
+
+def report(rows: list[TestResult], errors: list[tuple[int, str, str]], *,
+           whole: bool) -> tuple[list[str], bool]:
+    """The lines ``check`` prints after its header: the learner's cells that failed, one
+    row per graded cell, the points and the counts; and whether anything is wrong (a test
+    failed or did not run, a cell has an error, a written answer is empty).
+
+    ``rows``: :func:`results`; ``errors``: :func:`cell_errors`; ``whole``: the hidden tests
+    ran too, so only written answers are still pending.
+    """
+    lines = [f"error in your cell {name}: {message}" for _, name, message in errors]
+    width = max((len(r.name) for r in rows), default=0)
+    lines += [f"{r.name:<{width}}  {r.points:>4g} pt  {LABELS[r.status]:<7}  {r.message}"
+              for r in rows]
+    earned = sum(r.points for r in rows if r.earned)
+    pending = sum(r.points for r in rows if r.pending)
+    lost = sum(r.points for r in rows if r.lost)
+    waiting = "written answers" if whole else "hidden tests and written answers"
+    lines.append(f"points: {earned:g} earned, {pending:g} pending ({waiting}, scored when your "
+                 f"instructor grades), {lost:g} lost; {sum(r.points for r in rows):g} in all")
+    counts = {s: sum(r.status in group for r in rows) for s, group in (
+        ("passed", ("pass",)), ("failed", ("fail", "timeout")), ("not run", ("notrun",)),
+        ("pending", ("partial", "hidden", "manual", "blank")))}
+    blank = [r.name for r in rows if r.status == "blank"]
+    if blank:
+        lines.append(f"warning: written answer {', '.join(blank)} is still empty")
+    lines.append(f"{counts['passed']} passed, {counts['failed']} failed, "
+                 f"{counts['pending']} pending"
+                 + (f", {counts['not run']} not run" if counts["not run"] else ""))
+    return lines, bool(counts["failed"] or counts["not run"] or errors or blank)
