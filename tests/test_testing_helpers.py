@@ -173,3 +173,85 @@ def test_referenced_values_sees_globals_and_closures():
 
     found = referenced_values(outer(), {"np", "unbound_name"})
     assert found == [("np", np), (None, math.sqrt)]
+
+
+def _verdict(check, actual, expected, **kw) -> str | None:
+    try:
+        check(actual, expected, "x", kw.get("rtol", 1e-7), kw.get("atol", 0.0),
+              kw.get("show_expected", False))
+    except CheckFailed as exc:
+        return str(exc)
+    return None
+
+
+def _random_case(rng):
+    """A random (actual, expected, options) of plain Python values: shapes (), (n,) and
+    (n, m), entries near each other, with infinities, NaN, -0.0 and halfway roundings."""
+    import random as _random
+
+    assert isinstance(rng, _random.Random)
+    specials = [float("inf"), -float("inf"), float("nan"), -0.0, 0.0, 2.5e-7, -2.5e-7,
+                1e300, 0.1234565, -0.1234565]
+
+    def entry():
+        return rng.choice(specials) if rng.random() < 0.15 else rng.uniform(-3, 3)
+
+    shape = rng.choice([(), (rng.randint(0, 4),), (rng.randint(1, 3), rng.randint(0, 3))])
+
+    def build(f, shape):
+        if not shape:
+            return f()
+        return [build(f, shape[1:]) for _ in range(shape[0])]
+
+    expected = build(entry, shape)
+
+    def perturb(x):
+        roll = rng.random()
+        if roll < 0.1:
+            return entry()
+        return x + (rng.uniform(-1, 1) * 10 ** rng.randint(-12, 0) if roll < 0.7 else 0.0)
+
+    def walk(v):
+        return [walk(x) for x in v] if isinstance(v, list) else perturb(v)
+
+    actual = walk(expected)
+    if rng.random() < 0.1:  # another shape
+        actual = [actual] if rng.random() < 0.5 else build(entry, (2,))
+    return actual, expected, {"rtol": rng.choice([0.0, 1e-9, 1e-3]),
+                              "atol": rng.choice([0.0, 1e-6]),
+                              "show_expected": rng.random() < 0.5}
+
+
+def test_assert_close_in_plain_python_gives_numpys_verdict_and_message():
+    """The in-page tier (no NumPy) compares lists in Python: 3,000 random cases give the
+    same verdict and the same message as the NumPy comparison."""
+    import random
+
+    from autograder.testing import _assert_close_array, _assert_close_plain
+
+    rng = random.Random(2026)
+    failed = 0
+    for _ in range(3000):
+        actual, expected, kw = _random_case(rng)
+        plain = _verdict(_assert_close_plain, actual, expected, **kw)
+        array = _verdict(_assert_close_array, actual, expected, **kw)
+        assert plain == array, (actual, expected, kw)
+        failed += plain is not None
+    assert 500 < failed < 2500  # both verdicts occur often
+
+
+def test_assert_close_in_plain_python_catches_what_numpy_catches():
+    from autograder.testing import _assert_close_plain, _round6
+
+    def wrong(actual, expected):
+        return _verdict(_assert_close_plain, actual, expected, show_expected=True)
+
+    assert wrong([1.0, 2.0], [1.0, 2.0]) is None
+    assert wrong([[1.0], [2.0]], [1.0, 2.0]) == "x: shape should be (2,), got (2, 1)"
+    assert "could not read" in wrong([[1.0], [2.0, 3.0]], [[1.0], [2.0]])
+    assert "could not read" in wrong(["a"], [1.0])
+    assert wrong([float("nan")], [0.0]) == ("x: got nan at index (0,) where a finite number "
+                                            "was expected")
+    assert wrong(1.5, 1.0).startswith("x: values differ (largest error 0.5, allowed 1e-07)")
+    assert [_round6(x) for x in (-0.0000004, 0.0000025, 0.1234565)] == \
+        [float(np.round(x, 6)) for x in (-0.0000004, 0.0000025, 0.1234565)]
