@@ -137,7 +137,7 @@ def cell_errors(nb) -> list[tuple[int, str, str]]:
     the learner's code cells, whose failure makes later tests fail with a NameError."""
     out = []
     for i, c in enumerate(nb["cells"]):
-        if c.cell_type != "code" or is_test_cell(c):
+        if c.get("cell_type") != "code" or is_test_cell(c):
             continue
         errors = [o for o in c.get("outputs", []) if o.get("output_type") == "error"]
         if errors:
@@ -169,7 +169,7 @@ def results(nb, hidden: set[str] | None = None,
         gid, points = meta.get("grade_id", "?"), float(meta.get("points", 0) or 0)
         if is_manual_cell(cell):
             text = normalise(cell["source"])
-            if not text or text == TEXT_STUB or (cell.cell_type == "code" and
+            if not text or text == TEXT_STUB or (cell.get("cell_type") == "code" and
                                                  "raise NotImplementedError()" in text):
                 out.append(TestResult(gid, points, "blank",
                                       "graded by your instructor; your answer is still empty"))

@@ -1,0 +1,164 @@
+// Run and Check buttons (see _ext/course_runner.py). Loaded only on pages that have a cell
+// marked course-run (chapters) or course-answer (exercise 1); the Python runtime itself
+// loads when the reader first presses a button.
+(function () {
+  "use strict";
+  const script = document.currentScript;
+  const STATIC = new URL(".", script ? script.src : location.href);
+  let worker = null, next = 0;
+  const waiting = new Map();
+
+  function ask(message) {
+    if (location.protocol === "file:") {
+      return Promise.resolve({ error:
+        "Browsers do not run WebAssembly in a page opened from a file. Serve the site's " +
+        "folder and open it over http, for example:\n  python -m http.server -d _build/html\n" +
+        "then http://127.0.0.1:8000/ (this page's path follows)." });
+    }
+    if (!worker) {
+      worker = new Worker(new URL("course-runner-worker.mjs", STATIC), { type: "module" });
+      worker.onmessage = (e) => { const done = waiting.get(e.data.id); waiting.delete(e.data.id); done(e.data); };
+      worker.onerror = (e) => { for (const done of waiting.values()) done({ error: "the in-page Python stopped: " + (e.message || e) }); waiting.clear(); worker = null; };
+    }
+    const id = ++next;
+    return new Promise((resolve) => { waiting.set(id, resolve); worker.postMessage({ id, ...message }); });
+  }
+
+  function stop() {
+    if (worker) worker.terminate();
+    worker = null;
+    for (const done of waiting.values()) done({ error: "stopped: the in-page Python was ended (press Run again to start afresh)" });
+    waiting.clear();
+  }
+
+  function editor(cell, label) {
+    const pre = cell.querySelector(".cell_input pre");
+    const area = document.createElement("textarea");
+    area.className = "course-editor";
+    area.spellcheck = false;
+    area.setAttribute("aria-label", label);
+    area.value = pre.innerText.replace(/\n$/, "");
+    area.dataset.original = area.value;
+    const fit = () => { area.style.height = "auto"; area.style.height = (area.scrollHeight + 4) + "px"; };
+    area.addEventListener("input", fit);
+    area.addEventListener("keydown", (e) => {
+      if (e.key === "Tab" && !e.shiftKey && !e.ctrlKey) { e.preventDefault(); area.setRangeText("    ", area.selectionStart, area.selectionEnd, "end"); }
+    });
+    const box = cell.querySelector(".cell_input");
+    box.querySelector("div.highlight").hidden = true;
+    box.appendChild(area);
+    requestAnimationFrame(fit);
+    return area;
+  }
+
+  function bar(cell, buttons) {
+    const div = document.createElement("div");
+    div.className = "course-run-bar";
+    for (const [text, action] of buttons) {
+      const b = document.createElement("button");
+      b.type = "button"; b.textContent = text; b.addEventListener("click", action);
+      div.appendChild(b);
+    }
+    cell.querySelector(".cell_input").after(div);
+    return div;
+  }
+
+  function outputArea(after, label) {
+    const out = document.createElement("pre");
+    out.className = "course-run-output";
+    out.setAttribute("role", "status");
+    out.setAttribute("aria-live", "polite");
+    out.setAttribute("aria-label", label);
+    out.hidden = true;
+    after.after(out);
+    return out;
+  }
+
+  function show(out, text, isError) {
+    out.hidden = false;
+    out.textContent = text;
+    out.classList.toggle("course-run-error", !!isError);
+  }
+
+  // Chapters: every course-run cell runs after the course-run cells above it, fresh.
+  const cells = Array.from(document.querySelectorAll("div.cell.course-run"));
+  const editors = cells.map((cell, i) => editor(cell, "code of runnable cell " + (i + 1)));
+  cells.forEach((cell, i) => {
+    const built = cell.querySelector(".cell_output");
+    let out, controls;
+    const run = async () => {
+      const started = performance.now();
+      show(out, "running…");
+      controls.querySelector("button").disabled = true;
+      const reply = await ask({ kind: "run", sources: editors.slice(0, i + 1).map((e) => e.value) });
+      controls.querySelector("button").disabled = false;
+      if (built) built.hidden = true;
+      show(out, (reply.stdout || "") + (reply.error ? reply.error : ""), !!reply.error);
+      out.dataset.ms = String(Math.round(performance.now() - started));
+    };
+    const reset = () => {
+      editors[i].value = editors[i].dataset.original;
+      editors[i].dispatchEvent(new Event("input"));
+      out.hidden = true;
+      if (built) built.hidden = false;
+    };
+    controls = bar(cell, [["Run", run], ["Stop", stop], ["Reset", reset]]);
+    out = outputArea(controls, "output of runnable cell " + (i + 1));
+  });
+
+  // Exercise 1: an editor per solution cell, kept in this browser; Check and Download.
+  const answers = Array.from(document.querySelectorAll("div.cell.course-answer"));
+  if (!answers.length) return;
+  const KEY = "attention-course:" + location.pathname.replace(/[^/]*$/, "") + ":";
+  const code = {};
+  for (const cell of answers) {
+    const id = Array.from(cell.classList).find((c) => c.startsWith("course-id-")).slice(10);
+    const area = editor(cell, "your code for " + id);
+    const kept = localStorage.getItem(KEY + id);
+    if (kept !== null) { area.value = kept; area.dispatchEvent(new Event("input")); }
+    area.addEventListener("input", () => localStorage.setItem(KEY + id, area.value));
+    code[id] = area;
+  }
+  const panel = document.createElement("section");
+  panel.className = "course-check";
+  panel.setAttribute("aria-label", "Check your answers in this page");
+  panel.innerHTML = "<h2>Check in this page</h2><p>Runs the visible tests and the knowledge " +
+    "checks here, in your browser, with the rows <code>python -m autograder check</code> " +
+    "prints. Your code stays in this browser between visits. Hidden tests run when you check " +
+    "the downloaded notebook in the course folder, and when your instructor grades.</p>";
+  const buttons = document.createElement("div");
+  buttons.className = "course-run-bar";
+  panel.appendChild(buttons);
+  const result = document.createElement("pre");
+  panel.appendChild(result);
+  result.className = "course-run-output course-check-result";
+  result.setAttribute("role", "status");
+  result.setAttribute("aria-live", "polite");
+  result.hidden = true;
+  const current = () => Object.fromEntries(Object.entries(code).map(([id, a]) => [id, a.value]));
+  const add = (text, action) => {
+    const b = document.createElement("button");
+    b.type = "button"; b.textContent = text; b.addEventListener("click", action);
+    buttons.appendChild(b);
+  };
+  add("Check", async () => {
+    show(result, "checking…");
+    const reply = await ask({ kind: "check", code: current() });
+    show(result, reply.error ? reply.error : reply.lines.join("\n"), reply.error || reply.failed);
+  });
+  add("Stop", stop);
+  add("Download notebook", async () => {
+    const data = await (await fetch(new URL("course-runner.json", STATIC))).json();
+    const nb = JSON.parse(JSON.stringify(data.exercise.notebook));
+    const mine = current();
+    for (const cell of nb.cells) {
+      const id = cell.metadata && cell.metadata.nbgrader && cell.metadata.nbgrader.grade_id;
+      if (id in mine) cell.source = mine[id];
+    }
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(new Blob([JSON.stringify(nb, null, 1) + "\n"], { type: "application/x-ipynb+json" }));
+    link.download = data.exercise.filename;
+    document.body.appendChild(link); link.click(); link.remove();
+  });
+  (document.querySelector(".course-path") || answers[0]).after(panel);
+})();

@@ -1,0 +1,123 @@
+"""Code run in the website's own Python: Pyodide, in the reader's browser, offline.
+
+The website (``_ext/course_runner.py``) gives the chapters' pure-Python cells a Run button
+and exercise 1's page a Check button; both send plain text (cell sources) to a Web Worker
+that runs this module and send plain text back. Standard library only, and nothing here
+judges a grade: the page is the learner's own self-check, as ``python -m autograder check``
+is on their machine. Grading runs elsewhere (the trusted checker, ``contract.md``).
+
+- :func:`run_cells`: a chapter cell after the cells it needs, in a fresh namespace; what
+  the last one printed, as the build printed it.
+- :func:`check_exercise`: exercise 1's notebook with the learner's code in its solution
+  cells; the rows ``check`` prints for its visible tests and knowledge checks
+  (:func:`autograder.verdicts.report`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import traceback
+from typing import Any
+
+from autograder.testing import check_answer
+from autograder.verdicts import (
+    Execution,
+    cell_errors,
+    grade_id,
+    is_test_cell,
+    nbgrader_meta,
+    report,
+    results,
+)
+
+MAX_OUTPUT = 100_000  # characters of output a cell may send back to the page
+
+
+def run_source(source: str, namespace: dict, index: int) -> tuple[str, dict | None]:
+    """Run one cell's ``source`` in ``namespace``; return (what it printed, an nbformat
+    error output or None). ``index`` numbers the cell in its traceback ("Cell In[3], line
+    2", as IPython writes it, so :func:`autograder.verdicts.error_location` reads it)."""
+    name = f"<cell {index}>"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            exec(compile(source, name, "exec"), namespace)  # noqa: S102 - the reader's own code
+        except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too
+            return _clip(out.getvalue()), _error_output(exc, name, index)
+    return _clip(out.getvalue()), None
+
+
+def _error_output(exc: BaseException, name: str, index: int) -> dict:
+    """An nbformat error output for ``exc``: the frames in the cell only."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == name]
+    lineno = frames[-1].lineno if frames else getattr(exc, "lineno", None)
+    lines = [f"Cell In[{index}], line {lineno}" if lineno else f"Cell In[{index}]"]
+    lines += [f"    {f.line}" for f in frames[-1:] if f.line]
+    lines += traceback.format_exception_only(type(exc), exc)
+    return {"output_type": "error", "ename": type(exc).__name__, "evalue": str(exc),
+            "traceback": [line.rstrip("\n") for line in lines]}
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_OUTPUT:
+        return text
+    return text[:MAX_OUTPUT] + f"\n[... {len(text) - MAX_OUTPUT} more characters not shown]"
+
+
+def run_cells(sources: list[str]) -> dict[str, Any]:
+    """Run ``sources`` in order in one fresh namespace (the cells a chapter cell needs, then
+    that cell); return ``{"stdout": what the last printed, "error": its traceback text or
+    ""}``. When an earlier cell fails, the error says which one and the last is not run."""
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    for i, source in enumerate(sources, start=1):
+        printed, error = run_source(source, namespace, i)
+        if error is not None:
+            text = "\n".join(error["traceback"])
+            if i < len(sources):
+                return {"stdout": "", "error": f"a cell above this one failed:\n{text}"}
+            return {"stdout": printed, "error": text}
+    return {"stdout": printed if sources else "", "error": ""}
+
+
+def check_exercise(notebook: dict, code: dict[str, str], spec: dict) -> dict[str, Any]:
+    """Exercise ``spec["assignment"]``'s released ``notebook`` (nbformat 4, as JSON) with
+    ``code`` (grade_id -> the learner's source) in its solution cells, run top to bottom.
+
+    ``spec``: ``hidden``, the grade_ids of tests with a hidden part this page does not run;
+    ``knowledge``, test grade_id -> [knowledge check name, answer variable]; ``answers``,
+    knowledge check name -> expected answer (compared by
+    :func:`autograder.testing.check_answer`, as the hidden knowledge checks do).
+
+    Returns ``{"lines": the report's lines, "failed": whether anything is wrong}``.
+    """
+    cells = [dict(c, source=_text(c.get("source", ""))) for c in notebook["cells"]]
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    for i, cell in enumerate(cells, start=1):
+        if cell.get("cell_type") != "code":
+            continue
+        gid = grade_id(cell)
+        if nbgrader_meta(cell).get("solution") and gid in code:
+            cell["source"] = code[gid]
+        source = cell["source"]
+        if is_test_cell(cell) and gid in spec.get("knowledge", {}):
+            name, variable = spec["knowledge"][gid]
+            namespace["__knowledge_check__"] = _knowledge_check(spec["answers"])
+            source += f"\n__knowledge_check__({name!r}, {variable})\n"
+        printed, error = run_source(source, namespace, i)
+        cell["outputs"] = ([{"output_type": "stream", "name": "stdout", "text": printed}]
+                           if printed else []) + ([error] if error else [])
+    nb = {"cells": cells}
+    rows = results(nb, set(spec.get("hidden", ())), Execution(timeout=0))
+    lines, failed = report(rows, cell_errors(nb), whole=False)
+    return {"lines": lines, "failed": failed}
+
+
+def _knowledge_check(answers: dict[str, Any]):
+    def knowledge_check(name: str, answer: Any) -> None:
+        check_answer(answer, answers[name], f"Knowledge check {name.removeprefix('kc')}")
+    return knowledge_check
+
+
+def _text(source: str | list[str]) -> str:
+    return "".join(source) if isinstance(source, list) else source
