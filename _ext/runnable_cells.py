@@ -2,9 +2,8 @@
 
 A cell runs in the browser's Python (Pyodide's core: the standard library, no packages)
 when it imports nothing but the standard library and the course's pure-Python reference
-(``IN_PAGE_MODULES``), every name it uses is a builtin, its own, or bound by an earlier cell
-that runs in the page too (and by no earlier cell that does not), and what the build
-printed for it is text only. The page then runs those earlier cells first, so the output
+(``IN_PAGE_MODULES``), every name it uses is a builtin, its own, or last bound by an earlier
+cell that runs in the page too, and what the build printed for it is text only. The page then runs those earlier cells first, so the output
 is the one the build printed, for unchanged code.
 """
 
@@ -76,8 +75,7 @@ def runnable(sources: list[str], text_only: list[bool]) -> list[bool]:
     ``sources``: the cells' code; ``text_only``: whether the build's output of each cell
     is printed text only (no figure, no expression value, no error).
     """
-    in_page: set[str] = set()  # names bound by earlier cells that run in the page
-    elsewhere: set[str] = set()  # names bound by earlier cells that do not
+    last_in_page: dict[str, bool] = {}  # name -> whether the last cell to bind it runs here
     out = []
     for source, text in zip(sources, text_only):
         try:
@@ -87,13 +85,10 @@ def runnable(sources: list[str], text_only: list[bool]) -> list[bool]:
         if tree is not None:
             bound, used = bound_and_used(tree)
             needed = used - bound - BUILTINS
-            ok = (text and imports_allowed(tree) and needed <= in_page
-                  and not needed & elsewhere)
+            ok = (text and imports_allowed(tree)
+                  and all(last_in_page.get(name, False) for name in needed))
         else:
             bound, ok = set(), False
         out.append(ok)
-        if ok:
-            in_page |= bound
-        else:
-            elsewhere |= bound
+        last_in_page.update(dict.fromkeys(bound, ok))
     return out

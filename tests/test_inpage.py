@@ -55,6 +55,9 @@ def test_cells_that_need_only_the_standard_library_run_in_the_page():
     # a name rebound by a cell that does not run in the page: the page would print another value
     assert _cells("x = 1", "import numpy as np\nx = np.int64(2)", "print(x)") == \
         [True, False, False]
+    # ...but a later cell that runs in the page binds it afresh: the page prints the same
+    assert _cells("import numpy as np\nx = np.int64(2)", "x = 3", "print(x)") == \
+        [False, True, True]
     # subprocess is standard library, not in a browser; magics are not Python
     assert _cells("import subprocess", "%timeit 1 + 1", "import os.path") == \
         [False, False, True]
