@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -143,7 +144,17 @@ def _write_runtime(app, exception) -> None:
     (static / "course-runner.json").write_text(json.dumps(data), encoding="utf-8")
 
 
+def _digest() -> str:
+    """The runner's own code: when it changes, every page is written again (a config value
+    Sphinx compares with the last build's), so no page keeps buttons an older rule gave."""
+    here = Path(__file__).resolve().parent
+    parts = [here / "course_runner.py", here / "runnable_cells.py",
+             *sorted((here / "static").glob("course-runner*"))]
+    return hashlib.sha256(b"".join(p.read_bytes() for p in parts)).hexdigest()[:16]
+
+
 def setup(app):
+    app.add_config_value("course_runner_digest", _digest(), "html")
     app.connect("builder-inited", _check_runtime)
     app.connect("doctree-resolved", _mark_cells)
     app.connect("html-page-context", _add_assets)

@@ -70,7 +70,7 @@ def offline(browser):  # noqa: F811 - the fixture imported above
     context.close()
 
 
-def _wait_output(page, cell, previous: str = "") -> str:
+def _wait_output(page, cell, previous: str | None = None) -> str:
     page.wait_for_function(
         """([cell, previous]) => { const o = cell.querySelector('.course-run-output');
              return o && !o.hidden && o.textContent !== 'running…' && o.textContent !== previous; }""",
@@ -78,7 +78,7 @@ def _wait_output(page, cell, previous: str = "") -> str:
     return cell.query_selector(".course-run-output").text_content()
 
 
-def _run(page, cell, previous: str = "") -> tuple[str, float]:
+def _run(page, cell, previous: str | None = None) -> tuple[str, float]:
     start = time.perf_counter()
     cell.query_selector("button:has-text('Run')").click()
     text = _wait_output(page, cell, previous)
@@ -108,6 +108,24 @@ def test_chapter_2_runs_the_worked_example_in_the_page(site, offline):
     timings = {"run_to_first_output_s": {"cold": round(cold, 2), "warm": round(warm, 2)}}
     (REPO / "_build" / "in-page-timings.json").write_text(json.dumps(timings, indent=1))
     print("in-page Run to first output:", timings)
+
+
+def test_every_runnable_cell_prints_what_the_build_printed(site, offline, built_book):
+    """On every chapter, each cell with a Run button prints, unchanged, the build's output."""
+    context, aborted, _ = offline
+    page = context.new_page()
+    ran = 0
+    for path in sorted((built_book / "chapters").glob("*.html")):
+        if "cell course-run" not in path.read_text(encoding="utf-8"):
+            continue
+        page.goto(site + f"chapters/{path.name}", wait_until="load")
+        for cell in page.query_selector_all("div.cell.course-run"):
+            shown = cell.query_selector(".cell_output pre")
+            built = shown.text_content() if shown else ""
+            out, _ = _run(page, cell)
+            assert out == built, (path.name, out[:300], built[:300])
+            ran += 1
+    assert ran >= 5 and not aborted, (ran, aborted)
 
 
 def _fill(page, code: dict[str, str]) -> None:
@@ -160,19 +178,33 @@ def test_exercise_1_checks_in_the_page_and_keeps_the_code(site, offline, tmp_pat
 
 
 def test_pages_without_a_run_button_load_no_runtime(site, offline, built_book):
+    """No page without a Run or Check button names the runner or the runtime, and in the
+    browser none requests them; chapter 2 loads the runner's script and style (measured)
+    but no runtime until Run is pressed."""
+    from test_website import pages
+
+    plain = []
+    for path in pages(built_book):
+        html = path.read_text(encoding="utf-8")
+        if "cell course-run" in html or "course-answer" in html:
+            continue
+        plain.append(path)
+        assert "course-runner" not in html and "pyodide" not in html, path
+    assert len(plain) >= 10
     context, aborted, requested = offline
     page = context.new_page()
-    sizes = {}
-    page.on("response", lambda r: sizes.__setitem__(r.url, len(r.body() or b"")))
-    for name in ("intro.html", "chapters/07_transformer_block.html"):
+    weight = {}
+    for name in ("intro.html", "chapters/07_transformer_block.html", CHAPTER):
         requested.clear()
         page.goto(site + name, wait_until="networkidle")
-        html = (built_book / name).read_text(encoding="utf-8")
-        if "course-run" in html:
-            continue
-        assert not [u for u in requested if "pyodide" in u or "course-runner" in u], name
+        weight[name] = sum((built_book / urlparse(u).path.lstrip("/")).stat().st_size
+                           for u in dict.fromkeys(requested)
+                           if (built_book / urlparse(u).path.lstrip("/")).is_file())
+        runner = [u for u in requested if "course-runner" in u]
+        assert not [u for u in requested if "pyodide" in u], name
+        assert bool(runner) == (name == CHAPTER), (name, runner)
     assert not aborted, aborted
-    assert (built_book / "_static" / "pyodide" / "pyodide.asm.wasm").is_file()
+    print("bytes loaded per page:", weight)
 
 
 def test_a_page_opened_from_a_file_says_how_to_serve_it(built_book, browser):  # noqa: F811
