@@ -3,8 +3,9 @@
 A cell runs in the browser's Python (Pyodide's core: the standard library, no packages)
 when it imports nothing but the standard library and the course's pure-Python reference
 (``IN_PAGE_MODULES``), every name it uses is a builtin, its own, or last bound by an earlier
-cell that runs in the page too, and what the build printed for it is text only. The page then runs those earlier cells first, so the output
-is the one the build printed, for unchanged code.
+cell that runs in the page too, and what the build printed for it is text only. The page
+then runs those earlier cells first, so the output is the one the build printed, for
+unchanged code.
 """
 
 from __future__ import annotations
