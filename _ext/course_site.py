@@ -10,6 +10,8 @@
   (Binder opens the ``.md`` with jupytext directly).
 - Layout (``static/course.css``): the page never scrolls sideways on a phone, display
   equations that do not fit scroll with a visible cue, code fits the column at desktop width.
+- Accessibility: bibliography entries are list items (``role="listitem"``), not the
+  deprecated ``doc-biblioentry`` role docutils gives them.
 - Page weight: the theme's icon script (1.5 MB of Font Awesome drawn as SVG by JavaScript)
   is replaced by an empty script, and its web fonts are cut down (fontTools, pinned through
   matplotlib) to the glyphs the pages and the theme's style sheets use.
@@ -169,6 +171,14 @@ def _subset_icons(outdir: Path) -> None:
     script.with_suffix(".js.map").unlink(missing_ok=True)
 
 
+def _citation_roles(app, pagename, templatename, context, doctree) -> None:
+    """docutils gives each bibliography entry role="doc-biblioentry", which DPUB-ARIA 1.1
+    deprecates; assistive technology then takes the entries' links for the items of their
+    role="list" (axe: aria-deprecated-role, aria-required-children). Make them list items."""
+    if "body" in context:
+        context["body"] = context["body"].replace('role="doc-biblioentry"', 'role="listitem"')
+
+
 def _colab_for_markdown_notebooks(app, pagename, templatename, context, doctree) -> None:
     source = context.get("sourcename", "") or ""
     if not (source.endswith(".md") or source.endswith(".md.txt")):
@@ -241,5 +251,6 @@ def setup(app):
     # after sphinx-book-theme has added its launch buttons (priority 501)
     app.connect("html-page-context", _colab_for_markdown_notebooks, priority=900)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _citation_roles)
     app.add_css_file("course.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
