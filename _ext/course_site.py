@@ -10,6 +10,13 @@
   (Binder opens the ``.md`` with jupytext directly).
 - Layout (``static/course.css``): the page never scrolls sideways on a phone, display
   equations that do not fit scroll with a visible cue, code fits the column at desktop width.
+- Accessibility: bibliography entries are list items (``role="listitem"``), not the
+  deprecated ``doc-biblioentry`` role docutils gives them.
+- Raw mathematics fails the build: at its end, each page's visible text (code, scripts
+  and MathJax's ``.math`` containers left out) is searched for TeX delimiters that MathJax
+  never typesets there (``RAW_MATH``: ``\\(``, ``\\)``, ``\\[``, ``\\]``, ``$$``, a ``$...$``
+  pair), such as the two ``$`` left when ``$$`` starts the line right after text; each
+  page with one gets a warning (an error under ``-W``).
 - Page weight: the theme's icon script (1.5 MB of Font Awesome drawn as SVG by JavaScript)
   is replaced by an empty script, and its web fonts are cut down (fontTools, pinned through
   matplotlib) to the glyphs the pages and the theme's style sheets use.
@@ -24,6 +31,14 @@ from pathlib import Path
 STATIC = Path(__file__).resolve().parent / "static"
 MATHJAX_ENTRY = "mathjax/tex-mml-chtml.js"  # relative to _static
 PAGES_BRANCH = "gh-pages"  # where `make publish` pushes _build/html
+# TeX delimiters that MathJax typesets only inside .math containers: seen in a page's
+# visible text they are raw mathematics (tests/test_website.py uses this one too).
+RAW_MATH = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\$[^\s$][^$\n]*\$")
+NOT_TEXT = "pre, code, script, style, .highlight, .math, mjx-container"
+BLOCKS = ["address", "article", "aside", "blockquote", "br", "caption", "dd", "details", "div",
+          "dl", "dt", "figcaption", "figure", "footer", "h1", "h2", "h3", "h4", "h5", "h6",
+          "header", "hr", "li", "main", "nav", "ol", "p", "section", "summary", "table", "td",
+          "th", "tr", "ul"]
 
 
 def _mathjax_source() -> Path:
@@ -82,6 +97,47 @@ def _build_finished(app, exception) -> None:
     if not (dest / "tex-mml-chtml.js").is_file():
         shutil.copytree(_mathjax_source(), dest, dirs_exist_ok=True)
     _subset_icons(Path(app.outdir))
+    _check_raw_math(app)
+
+
+def visible_text(html: str) -> str:
+    """A page's text as a reader sees it, without code, scripts or MathJax's containers:
+    whitespace collapsed as a browser does, one line per block (so that a ``$`` pair never
+    spans two paragraphs). The text of ``<main>``, or of the whole page if it has none."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html, "html.parser")
+    root = soup.find("main") or soup.body or soup
+    for element in root.select(NOT_TEXT):
+        element.decompose()
+    for string in root.find_all(string=True):
+        string.replace_with(re.sub(r"\s+", " ", string))
+    for block in root.find_all(BLOCKS):
+        block.insert_before("\n")
+        block.append("\n")
+    return re.sub(r" *\n[\s]*", "\n", root.get_text()).strip()
+
+
+def _check_raw_math(app) -> None:
+    """Warn, naming the page and the text, for each written page whose visible text shows
+    raw TeX (``RAW_MATH``). All pages are read, not only those this build rewrote, so a page
+    does not pass the next build just because it was not written again."""
+    from sphinx.util import logging
+
+    logger = logging.getLogger(__name__)
+    outdir = Path(app.outdir)
+    for docname in sorted(app.env.all_docs):
+        page = outdir / f"{docname}.html"
+        if not page.is_file():
+            continue
+        text = visible_text(page.read_text(encoding="utf-8"))
+        for line in text.splitlines():
+            found = [m.group(0) for m in RAW_MATH.finditer(line)]
+            if found:
+                logger.warning("%s.html shows raw TeX %s (MathJax does not typeset it there; "
+                               "a $$ block needs a blank line before it): %r", docname,
+                               found[:3], line[:160], location=docname,
+                               type="course", subtype="raw_math")
 
 
 # Font Awesome's glyphs live in the private use area; style sheets write them as the
@@ -169,6 +225,14 @@ def _subset_icons(outdir: Path) -> None:
     script.with_suffix(".js.map").unlink(missing_ok=True)
 
 
+def _citation_roles(app, pagename, templatename, context, doctree) -> None:
+    """docutils gives each bibliography entry role="doc-biblioentry", which DPUB-ARIA 1.1
+    deprecates; assistive technology then takes the entries' links for the items of their
+    role="list" (axe: aria-deprecated-role, aria-required-children). Make them list items."""
+    if "body" in context:
+        context["body"] = context["body"].replace('role="doc-biblioentry"', 'role="listitem"')
+
+
 def _colab_for_markdown_notebooks(app, pagename, templatename, context, doctree) -> None:
     source = context.get("sourcename", "") or ""
     if not (source.endswith(".md") or source.endswith(".md.txt")):
@@ -241,5 +305,6 @@ def setup(app):
     # after sphinx-book-theme has added its launch buttons (priority 501)
     app.connect("html-page-context", _colab_for_markdown_notebooks, priority=900)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _citation_roles)
     app.add_css_file("course.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -98,6 +98,27 @@ def test_broken_reference_fails_the_build(tmp_path):
     assert "eq-does-not-exist" in proc.stdout + proc.stderr
 
 
+DISPLAY_AFTER_TEXT = "# A chapter\n\nThe weights are{gap}\n$$\nw = \\operatorname{{softmax}}(x)\n$$\n"
+
+
+def test_raw_tex_fails_the_build(tmp_path):
+    """`$$` on the line right after text is not a display equation: the page shows two raw
+    `$` around inline mathematics, and the build fails naming the page."""
+    book = _mini_book(tmp_path, DISPLAY_AFTER_TEXT.format(gap=""))
+    proc = run(JB, cwd=book, env={"NO_COLOR": "1"}, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    assert re.search(r"chapters/broken\.html shows raw TeX \['\$\$'\]", out), out[-3000:]
+
+
+def test_display_maths_after_a_blank_line_builds(tmp_path):
+    """Control for the test above: with a blank line before `$$` the same book builds."""
+    book = _mini_book(tmp_path, DISPLAY_AFTER_TEXT.format(gap="\n"))
+    proc = run(JB, cwd=book, env={"NO_COLOR": "1"}, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "raw TeX" not in proc.stdout + proc.stderr
+
+
 # --- the execution cache follows what a chapter imports and includes (shared/cases/004) ---
 
 SOFTMAX = "    return [e / total for e in exps]\n"
