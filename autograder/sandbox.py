@@ -130,7 +130,7 @@ def _rust_sysroot() -> str | None:
 # What a kernel of an exercise whose hidden tests run in the checker (autograder.checker)
 # gets of the course package: the launchers, the visible tests' helpers and the client.
 # No reference, no check, no answer.
-KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "wire.py",
+KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "verdicts.py", "wire.py",
                 "kernel_client.py", "kernel_launch.py", "kernel_zygote.py", "rust.py")
 # What an exercise's released notebook imports beyond those (the helpers it gives).
 KERNEL_EXTRA = {"ex07_transformer": ("transformer_given.py",)}

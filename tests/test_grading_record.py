@@ -107,7 +107,7 @@ def test_an_unreadable_timestamp_is_named_before_nbgrader_runs(tmp_path, text, o
         assert bad is None and nb is not None
     else:
         assert nb is None and bad[0] == Status.ERROR
-        assert bad[1].startswith(f"timestamp.txt holds {text!r}, which is not a date and time")
+        assert bad[1].startswith(f"timestamp.txt holds {text!r}, which is not read as a submission")
 
 
 # -- one record: a gradebook built with nbgrader's API ---------------------------------

@@ -286,3 +286,38 @@ def test_case_003_a_moved_due_date_a_new_timestamp_and_regrade(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "--regrade names student(s) with no submission" in \
         proc.stderr and "zoe" in proc.stderr
+
+
+def test_case_006_zoned_submission_times_are_late_by_the_right_hours(tmp_path):
+    """Case 006: correct notebooks handed in at 17:30 UTC, half an hour after a due date of
+    17:00 UTC, in the forms platforms write (git's space-separated -0700, an ISO offset,
+    RFC 2822, an IANA zone): every one is late, by 0.5 h; an ambiguous zone is an error
+    that names the file and its text, never a grade read from the wrong time."""
+    subs, ws = tmp_path / "submissions", tmp_path / "ws"
+    times = {"utc_late": "2026-12-01 17:30:00 UTC", "git_iso": "2026-12-01 10:30:00 -0700",
+             "iso_offset": "2026-12-01T18:30:00+01:00",
+             "rfc2822": "Tue, 01 Dec 2026 17:30:00 +0000",
+             "berlin": "2026-12-01 18:30:00 Europe/Berlin",
+             "ambiguous": "2026-12-01 11:30:00 CST"}
+    for student, text in times.items():
+        folder = subs / student / A
+        folder.mkdir(parents=True)
+        nbformat.write(filled_notebook(A), folder / f"{A}.ipynb")
+        (folder / "timestamp.txt").write_text(text + "\n")
+    inputs = _snapshot(subs)
+    ws.mkdir()
+    course = Course(ws, REPO / "solutions", ws=ws)
+    course.sh(f'nbgrader db assignment add {A} --duedate="2026-12-01 17:00:00 UTC"')
+    course.sh(f"python -m autograder grade {subs} --workspace {ws} --late-penalty zero "
+              "--no-progress --jobs 2")
+    grades = course.grades()
+    for student in times:
+        row = grades[(student, A)]
+        if student == "ambiguous":
+            assert row["status"] == "error", row
+            assert "timestamp.txt holds '2026-12-01 11:30:00 CST'" in row["detail"], row
+            continue
+        assert (row["status"], float(row["score"]), float(row["late_penalty"])) == \
+            ("late", 0, 14), (student, row)
+        assert "0.5 h" in row["detail"] or "0:30" in row["detail"], (student, row["detail"])
+    assert _snapshot(subs) == inputs

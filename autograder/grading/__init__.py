@@ -13,6 +13,8 @@ command does and what each status means):
 - :mod:`~autograder.grading.cluster`: grading on a Dask cluster (``--scheduler``).
 - :mod:`~autograder.grading.autograde`: grading one submission: stage, autograde, its row.
 - :mod:`~autograder.grading.submission`: the submission model, discovery, pre-validation.
+- :mod:`~autograder.grading.times`: submission times, every platform's form read exactly or
+  refused (nbgrader is handed the one form its parser reads right).
 - :mod:`~autograder.grading.integrity`: restored cells and tampering, against the release.
 - :mod:`~autograder.grading.tampering`: static reading of a learner cell for tampering.
 - :mod:`~autograder.grading.gradebook`: nbgrader's gradebook (SQLite or PostgreSQL): its

@@ -15,7 +15,8 @@ import nbformat
 from autograder.grading import gradebook, integrity
 from autograder.grading.record import NOTE, combine, fill  # noqa: F401 - combine re-exported
 from autograder.grading.results import Row, Status
-from autograder.grading.submission import Submission, prevalidate, read_submitted
+from autograder.grading.submission import Submission, prevalidate, read_timestamp
+from autograder.grading.times import for_nbgrader, submission_time
 from autograder.nbgrader_plugins import STOPPED
 from autograder.notebook import nbgrader_meta
 
@@ -34,10 +35,11 @@ def stage(sub: Submission, nb: nbformat.NotebookNode, workspace: Path) -> Path:
     dest.mkdir(parents=True)
     nbformat.write(nb, dest / f"{sub.assignment}.ipynb")
     # nbgrader reads the submission time (late penalties) from timestamp.txt beside it.
-    try:  # prevalidate read it: a plain file of its own, or none
-        (dest / "timestamp.txt").write_bytes(read_submitted(sub.path.parent / "timestamp.txt"))
-    except FileNotFoundError:
-        pass
+    # prevalidate read it (a plain file of its own, or none) and checked that it reads
+    # exactly; nbgrader gets it in the one form its own parser reads right.
+    text = read_timestamp(sub.path.parent / "timestamp.txt")
+    if text is not None:
+        (dest / "timestamp.txt").write_text(for_nbgrader(submission_time(text)) + "\n")
     return dest / f"{sub.assignment}.ipynb"
 
 

@@ -12,6 +12,7 @@ import nbformat
 
 from autograder.grading.integrity import grade_ids, released_cells
 from autograder.grading.results import Status
+from autograder.grading.times import TimeNotRead, submission_time
 from autograder.notebook import identify_assignment
 
 
@@ -142,19 +143,18 @@ def prevalidate(sub: Submission) -> tuple[nbformat.NotebookNode | None, tuple[St
 
 
 def check_timestamp(path: Path) -> str:
-    """"" when ``path`` (a submission's ``timestamp.txt``) is absent or holds a date and
-    time nbgrader can read (``nbgrader.utils.parse_utc``: without a zone, UTC); otherwise
-    what is wrong. nbgrader itself fails on an unreadable one with an ``AttributeError``."""
-    from nbgrader.utils import parse_utc
-
+    """"" when ``path`` (a submission's ``timestamp.txt``) is absent or holds a time
+    :func:`autograder.grading.times.submission_time` reads exactly; otherwise what is
+    wrong, naming the file and its text."""
     text = read_timestamp(path)
     if text is None:
         return ""
     try:
-        parse_utc(text)
-    except (ValueError, OverflowError):
-        return (f"{path.name} holds {text[:80]!r}, which is not a date and time: write the "
-                "submission time, for example 2026-12-01 18:30:00 UTC")
+        submission_time(text)
+    except TimeNotRead as exc:
+        return (f"{path.name} holds {text[:80]!r}, which is not read as a submission time: "
+                f"{exc}. Write the time with its zone, for example 2026-12-01 18:30:00 UTC "
+                "or 2026-12-01T19:30:00+01:00")
     return ""
 
 
