@@ -271,7 +271,7 @@ class Zygote:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(sock))
         listener.listen(1)
-        listener.settimeout(300)
+        listener.settimeout(1)  # _connect also watches the process: it may die first
         _copy_course(self.root / "course")
         env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
         env.update(HOME="/tmp", MPLCONFIGDIR="/tmp/matplotlib", PYTHONPATH=COURSE_DIR,
@@ -301,8 +301,17 @@ class Zygote:
 
     def _connect(self, listener, sock: Path) -> None:
         """Accept the zygote's only connection (then none), then read what it sends."""
+        deadline = time.monotonic() + 300
         try:
-            self.conn, _ = listener.accept()
+            while self.conn is None:
+                try:
+                    self.conn, _ = listener.accept()
+                except TimeoutError:
+                    if self.proc.poll() is not None:  # an import failed, say: no wait
+                        raise OSError(f"it exited with status {self.proc.returncode} before "
+                                      "it was ready") from None
+                    if time.monotonic() > deadline:
+                        raise
         except OSError as exc:
             self.proc.kill()
             with self.changed:

@@ -143,3 +143,20 @@ def test_the_second_learner_finds_nothing_and_gets_full_marks(graded):
     assert "leftovers: []" in _output(ws, "b-inspector", "leftovers:")
     row = rows["b-inspector"]
     assert (row["status"], float(row["score"])) == ("graded", FULL), json.dumps(row)
+
+
+def test_a_sandbox_whose_python_cannot_start_says_so_at_once(monkeypatch):
+    """A warm sandbox whose Python dies before it connects (here: a course file its
+    package imports is missing from the copy) is reported as exited, with its status, when
+    it exits; it used to be waited for until a 300 s accept timeout, then per submission."""
+    import shutil
+
+    from autograder import sandbox
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    monkeypatch.setattr(sandbox, "KERNEL_FILES",
+                        tuple(f for f in sandbox.KERNEL_FILES if f != "verdicts.py"))
+    with pytest.raises(RuntimeError, match="did not start: it exited with status 1 before it "
+                                           "was ready"):
+        sandbox.Zygote()
