@@ -23,41 +23,45 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.errors import ExtensionError
 
+import autograder
 from autograder.checks.knowledge import ANSWERS
-from autograder.config import EXERCISES, SOLUTIONS
+from autograder.config import SOLUTIONS
 from autograder.verdicts import HIDDEN_BEGIN, grade_id, is_test_cell
 from runnable_cells import runnable
 
-REPO = Path(__file__).resolve().parent.parent
-PYODIDE = REPO / "node_modules" / "pyodide"
+PACKAGE = Path(autograder.__file__).resolve().parent  # the course package the build imports
 # The runtime's core: the interpreter, its WebAssembly, the standard library, the lock file.
 RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
            "pyodide-lock.json")
 ASSIGNMENT = "ex01_python_attention"
 EXERCISE = f"exercises/{ASSIGNMENT}/{ASSIGNMENT}"  # the docname of exercise 1's page
-# The course's Python files in the page, as the browser's Python imports them.
+# The course's Python files in the page (paths in the package), as the browser imports them.
 IN_PAGE_FILES = {
     "autograder/__init__.py": None,  # the real one reads solutions/: a docstring instead
-    "autograder/testing.py": "autograder/testing.py",
-    "autograder/verdicts.py": "autograder/verdicts.py",
-    "autograder/inpage.py": "autograder/inpage.py",
-    "autograder/reference/__init__.py": "autograder/reference/__init__.py",
-    "autograder/reference/python_attention.py": "autograder/reference/python_attention.py",
+    "autograder/testing.py": "testing.py",
+    "autograder/verdicts.py": "verdicts.py",
+    "autograder/inpage.py": "inpage.py",
+    "autograder/reference/__init__.py": "reference/__init__.py",
+    "autograder/reference/python_attention.py": "reference/python_attention.py",
 }
 KNOWLEDGE_CALL = re.compile(r"knowledge_check\(\s*[\"'](kc\d+)[\"']\s*,\s*(\w+)\s*\)")
 
 
 def _check_runtime(app) -> None:
-    """Refuse to build without the pinned runtime (``make book`` runs ``npm ci`` first)."""
-    pinned = json.loads((REPO / "package.json").read_text())["dependencies"]["pyodide"]
-    installed = PYODIDE / "package.json"
+    """Refuse to build without the pinned runtime: ``node_modules/pyodide`` beside the
+    book's ``package.json`` (``make book`` runs ``npm ci`` first)."""
+    root = Path(app.srcdir)
+    pyodide = root / "node_modules" / "pyodide"
+    pinned = json.loads((root / "package.json").read_text())["dependencies"]["pyodide"]
+    installed = pyodide / "package.json"
     version = json.loads(installed.read_text())["version"] if installed.is_file() else None
-    missing = [f for f in RUNTIME if not (PYODIDE / f).is_file()]
+    missing = [f for f in RUNTIME if not (pyodide / f).is_file()]
     if version != pinned or missing:
         raise ExtensionError(
             f"the in-page Python runtime (pyodide {pinned}, package.json) is "
             + (f"at version {version}" if version and version != pinned else "not installed")
-            + f" in {PYODIDE.parent}: run `make node` (npm ci), which `make book` does")
+            + f" in {pyodide.parent}: run `make node` (npm ci), which `make book` does")
+    app.course_runtime = pyodide
     app.course_run_pages = set()
 
 
@@ -106,13 +110,18 @@ def _add_assets(app, pagename, templatename, context, doctree) -> None:
         app.add_css_file("course-runner.css")
 
 
-def exercise_data() -> dict:
-    """Exercise 1's released notebook and what its in-page check needs (``spec`` of
-    :func:`autograder.inpage.check_exercise`): the tests whose hidden part runs only in
-    ``check`` and in grading, and its knowledge checks' answers, which the open repository
-    holds in :mod:`autograder.checks.knowledge`."""
-    released = json.loads((EXERCISES / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
-    source = json.loads((SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
+def exercise_data(srcdir: Path) -> dict:
+    """Exercise 1's released notebook (in the book at ``srcdir``) and what its in-page check
+    needs (``spec`` of :func:`autograder.inpage.check_exercise`): the tests whose hidden
+    part runs only in ``check`` and in grading, and its knowledge checks' answers, which the
+    open repository holds in :mod:`autograder.checks.knowledge`."""
+    released = json.loads((srcdir / f"{EXERCISE}.ipynb").read_text())
+    page = {"page": EXERCISE, "filename": f"{ASSIGNMENT}.ipynb", "notebook": released}
+    path = SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    if not path.is_file():  # a class's private release: which tests hide a part is unknown
+        return {**page, "spec": {"assignment": ASSIGNMENT, "hidden": None, "knowledge": {},
+                                 "answers": {}}}
+    source = json.loads(path.read_text())
     hidden, knowledge = [], {}
     for cell in source["cells"]:
         text = "".join(cell["source"])
@@ -124,9 +133,8 @@ def exercise_data() -> dict:
         else:
             hidden.append(grade_id(cell))
     answers = {name: ANSWERS[ASSIGNMENT][name] for name, _ in knowledge.values()}
-    return {"page": EXERCISE, "filename": f"{ASSIGNMENT}.ipynb", "notebook": released,
-            "spec": {"assignment": ASSIGNMENT, "hidden": hidden, "knowledge": knowledge,
-                     "answers": answers}}
+    return {**page, "spec": {"assignment": ASSIGNMENT, "hidden": hidden,
+                             "knowledge": knowledge, "answers": answers}}
 
 
 def _write_runtime(app, exception) -> None:
@@ -136,11 +144,12 @@ def _write_runtime(app, exception) -> None:
     static = Path(app.outdir) / "_static"
     (static / "pyodide").mkdir(parents=True, exist_ok=True)
     for name in RUNTIME:
-        shutil.copyfile(PYODIDE / name, static / "pyodide" / name)
-    files = {path: ((REPO / real).read_text(encoding="utf-8") if real else
+        shutil.copyfile(app.course_runtime / name, static / "pyodide" / name)
+    files = {path: ((PACKAGE / real).read_text(encoding="utf-8") if real else
                     '"""The course\'s package, as the in-page Python holds it."""\n')
              for path, real in IN_PAGE_FILES.items()}
-    data = {"files": files, "exercise": exercise_data()}
+    exercise = EXERCISE in app.env.found_docs  # a book without exercise 1 has no Check
+    data = {"files": files, "exercise": exercise_data(Path(app.srcdir)) if exercise else None}
     (static / "course-runner.json").write_text(json.dumps(data), encoding="utf-8")
 
 

@@ -84,7 +84,8 @@ def check_exercise(notebook: dict, code: dict[str, str], spec: dict) -> dict[str
     """Exercise ``spec["assignment"]``'s released ``notebook`` (nbformat 4, as JSON) with
     ``code`` (grade_id -> the learner's source) in its solution cells, run top to bottom.
 
-    ``spec``: ``hidden``, the grade_ids of tests with a hidden part this page does not run;
+    ``spec``: ``hidden``, the grade_ids of tests with a hidden part this page does not run
+    (None when unknown);
     ``knowledge``, test grade_id -> [knowledge check name, answer variable]; ``answers``,
     knowledge check name -> expected answer (compared by
     :func:`autograder.testing.check_answer`, as the hidden knowledge checks do).
@@ -108,7 +109,8 @@ def check_exercise(notebook: dict, code: dict[str, str], spec: dict) -> dict[str
         cell["outputs"] = ([{"output_type": "stream", "name": "stdout", "text": printed}]
                            if printed else []) + ([error] if error else [])
     nb = {"cells": cells}
-    rows = results(nb, set(spec.get("hidden", ())), Execution(timeout=0))
+    hidden = spec.get("hidden")  # None: unknown, so no passing test counts as whole
+    rows = results(nb, None if hidden is None else set(hidden), Execution(timeout=0))
     lines, failed = report(rows, cell_errors(nb), whole=False)
     return {"lines": lines, "failed": failed}
 

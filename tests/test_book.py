@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, run
+from test_chapter_claims import link_runtime
 
 pytestmark = [pytest.mark.book, pytest.mark.xdist_group("book")]
 
@@ -20,6 +21,7 @@ def _mini_book(tmp_path: Path, chapter_text: str) -> Path:
     for name in ("_config.yml", "references.bib", "intro.md"):
         shutil.copy(REPO / name, tmp_path / name)
     shutil.copytree(REPO / "_ext", tmp_path / "_ext")
+    link_runtime(tmp_path)
     (tmp_path / "intro.md").write_text("# Intro\n\nA test book.\n", encoding="utf-8")
     (tmp_path / "_toc.yml").write_text(
         "format: jb-book\nroot: intro\nchapters:\n  - file: chapters/broken\n", encoding="utf-8")

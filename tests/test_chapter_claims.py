@@ -267,6 +267,13 @@ def _chapter(name: str) -> str:
     return (REPO / "chapters" / f"{name}.md").read_text(encoding="utf-8")
 
 
+def link_runtime(book: Path) -> None:
+    """The in-page runtime a book's build copies (_ext/course_runner.py): the course's npm
+    pins and a link to its installed node_modules."""
+    shutil.copy(REPO / "package.json", book / "package.json")
+    (book / "node_modules").symlink_to(REPO / "node_modules", target_is_directory=True)
+
+
 def mini_book(tmp_path: Path, chapters: dict[str, str], package: bool = False) -> Path:
     """The book's configuration with the given chapters (name -> text) and the exercise
     pages they link to. ``package``: also copy the course's package and requirements.txt,
@@ -276,6 +283,7 @@ def mini_book(tmp_path: Path, chapters: dict[str, str], package: bool = False) -
     if (REPO / "_ext").is_dir():  # the site's local Sphinx extensions, named in _config.yml
         shutil.copytree(REPO / "_ext", tmp_path / "_ext",
                         ignore=shutil.ignore_patterns("__pycache__"))
+        link_runtime(tmp_path)
     (tmp_path / "intro.md").write_text(
         "# Intro\n\nA test book.\n\n```{bibliography}\n```\n", encoding="utf-8")
     # Every chapter links the notation page; the real one links every chapter, so a stub.

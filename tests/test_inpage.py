@@ -83,7 +83,7 @@ def _spec() -> dict:
     sys.modules.pop("course_runner", None)
     from course_runner import exercise_data
 
-    return exercise_data()
+    return exercise_data(REPO)
 
 
 def _code(softmax: str = SOFTMAX, answers: dict | None = None) -> dict[str, str]:
