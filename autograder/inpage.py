@@ -44,17 +44,21 @@ def run_source(source: str, namespace: dict, index: int) -> tuple[str, dict | No
         try:
             exec(compile(source, name, "exec"), namespace)  # noqa: S102 - the reader's own code
         except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too
-            return _clip(out.getvalue()), _error_output(exc, name, index)
+            return _clip(out.getvalue()), _error_output(exc, name, index, source)
     return _clip(out.getvalue()), None
 
 
-def _error_output(exc: BaseException, name: str, index: int) -> dict:
-    """An nbformat error output for ``exc``: the frames in the cell only."""
+def _error_output(exc: BaseException, name: str, index: int, source: str) -> dict:
+    """An nbformat error output for ``exc``: where in the cell, its line, the error."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == name]
-    lineno = frames[-1].lineno if frames else getattr(exc, "lineno", None)
-    lines = [f"Cell In[{index}], line {lineno}" if lineno else f"Cell In[{index}]"]
-    lines += [f"    {f.line}" for f in frames[-1:] if f.line]
-    lines += traceback.format_exception_only(type(exc), exc)
+    if isinstance(exc, SyntaxError) or not frames:  # Python's own text says where
+        lines = traceback.format_exception_only(type(exc), exc)
+    else:
+        lineno = frames[-1].lineno
+        code = source.splitlines()[lineno - 1].strip() if 0 < lineno <= source.count("\n") + 1 \
+            else ""
+        lines = [f"Cell In[{index}], line {lineno}: {code}",
+                 *traceback.format_exception_only(type(exc), exc)]
     return {"output_type": "error", "ename": type(exc).__name__, "evalue": str(exc),
             "traceback": [line.rstrip("\n") for line in lines]}
 

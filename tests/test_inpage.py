@@ -74,7 +74,8 @@ def test_a_run_prints_what_the_last_cell_prints_after_the_cells_above():
     assert "ZeroDivisionError: division by zero" in failed["error"]
     broken = run_cells(["print('before')\nraise ValueError('bad row')"])
     assert broken["stdout"] == "before\n" and broken["error"].endswith("ValueError: bad row")
-    assert "Cell In[1], line 2" in broken["error"]
+    assert "Cell In[1], line 2: raise ValueError('bad row')" in broken["error"]
+    assert "'(' was never closed" in run_cells(["print((1)"])["error"]
     # every run starts afresh: nothing is left from the previous one
     assert "NameError" in run_cells(["print(x)"])["error"]
 

@@ -73,7 +73,7 @@ def offline(browser):  # noqa: F811 - the fixture imported above
 def _wait_output(page, cell, previous: str | None = None) -> str:
     page.wait_for_function(
         """([cell, previous]) => { const o = cell.querySelector('.course-run-output');
-             return o && !o.hidden && o.textContent !== 'running…' && o.textContent !== previous; }""",
+             return o && !o.hidden && !o.textContent.startsWith('running…') && o.textContent !== previous; }""",
         arg=[cell, previous], timeout=RUNTIME_WAIT_MS)
     return cell.query_selector(".course-run-output").text_content()
 
@@ -137,7 +137,7 @@ def _check(page, previous: str = "") -> str:
     page.click("section.course-check button:has-text('Check')")
     page.wait_for_function(
         """(previous) => { const o = document.querySelector('.course-check-result');
-             return o && !o.hidden && o.textContent !== 'checking…' && o.textContent !== previous; }""",
+             return o && !o.hidden && !o.textContent.startsWith('checking…') && o.textContent !== previous; }""",
         arg=previous, timeout=RUNTIME_WAIT_MS)
     return page.text_content(".course-check-result")
 

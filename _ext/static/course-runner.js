@@ -13,7 +13,7 @@
       return Promise.resolve({ error:
         "Browsers do not run WebAssembly in a page opened from a file. Serve the site's " +
         "folder and open it over http, for example:\n  python -m http.server -d _build/html\n" +
-        "then http://127.0.0.1:8000/ (this page's path follows)." });
+        "then open http://127.0.0.1:8000/ and this page from there." });
     }
     if (!worker) {
       worker = new Worker(new URL("course-runner-worker.mjs", STATIC), { type: "module" });
@@ -24,11 +24,17 @@
     return new Promise((resolve) => { waiting.set(id, resolve); worker.postMessage({ id, ...message }); });
   }
 
+  let started = false;  // whether the runtime has loaded once (the first start is slow)
   function stop() {
     if (worker) worker.terminate();
     worker = null;
-    for (const done of waiting.values()) done({ error: "stopped: the in-page Python was ended (press Run again to start afresh)" });
+    started = false;
+    for (const done of waiting.values()) done({ error: "stopped: the in-page Python was ended; press the button again to start it afresh" });
     waiting.clear();
+  }
+
+  function busy(what) {
+    return started ? what + "…" : what + "… (loading Python into this page, about 13 MB, the first time only)";
   }
 
   function editor(cell, label) {
@@ -41,8 +47,10 @@
     area.dataset.original = area.value;
     const fit = () => { area.style.height = "auto"; area.style.height = (area.scrollHeight + 4) + "px"; };
     area.addEventListener("input", fit);
+    // Tab moves on to the buttons, as everywhere on the page (no keyboard trap); indent
+    // with spaces. Shift+Enter or Ctrl+Enter runs the cell, as in Jupyter.
     area.addEventListener("keydown", (e) => {
-      if (e.key === "Tab" && !e.shiftKey && !e.ctrlKey) { e.preventDefault(); area.setRangeText("    ", area.selectionStart, area.selectionEnd, "end"); }
+      if (e.key === "Enter" && (e.shiftKey || e.ctrlKey) && area.onrun) { e.preventDefault(); area.onrun(); }
     });
     const box = cell.querySelector(".cell_input");
     box.querySelector("div.highlight").hidden = true;
@@ -88,10 +96,9 @@
     let out, controls;
     const run = async () => {
       const started = performance.now();
-      show(out, "running…");
-      controls.querySelector("button").disabled = true;
+      show(out, busy("running"));
       const reply = await ask({ kind: "run", sources: editors.slice(0, i + 1).map((e) => e.value) });
-      controls.querySelector("button").disabled = false;
+      started = !reply.error || !reply.error.startsWith("stopped");
       if (built) built.hidden = true;
       show(out, (reply.stdout || "") + (reply.error ? reply.error : ""), !!reply.error);
       out.dataset.ms = String(Math.round(performance.now() - started));
@@ -103,6 +110,8 @@
       if (built) built.hidden = false;
     };
     controls = bar(cell, [["Run", run], ["Stop", stop], ["Reset", reset]]);
+    controls.querySelectorAll("button").forEach((b) => b.setAttribute("aria-label", b.textContent + " runnable cell " + (i + 1)));
+    editors[i].onrun = run;
     out = outputArea(controls, "output of runnable cell " + (i + 1));
   });
 
@@ -142,8 +151,9 @@
     buttons.appendChild(b);
   };
   add("Check", async () => {
-    show(result, "checking…");
+    show(result, busy("checking"));
     const reply = await ask({ kind: "check", code: current() });
+    started = !reply.error || !reply.error.startsWith("stopped");
     show(result, reply.error ? reply.error : reply.lines.join("\n"), reply.error || reply.failed);
   });
   add("Stop", stop);
