@@ -95,13 +95,13 @@
     const built = cell.querySelector(".cell_output");
     let out, controls;
     const run = async () => {
-      const started = performance.now();
+      const t0 = performance.now();
       show(out, busy("running"));
       const reply = await ask({ kind: "run", sources: editors.slice(0, i + 1).map((e) => e.value) });
       started = !reply.error || !reply.error.startsWith("stopped");
       if (built) built.hidden = true;
       show(out, (reply.stdout || "") + (reply.error ? reply.error : ""), !!reply.error);
-      out.dataset.ms = String(Math.round(performance.now() - started));
+      out.dataset.ms = String(Math.round(performance.now() - t0));
     };
     const reset = () => {
       editors[i].value = editors[i].dataset.original;
