@@ -4,7 +4,10 @@
   (:mod:`runnable_cells`) get the class ``course-run``: ``course-runner.js`` makes their code
   editable and gives them a Run button.
 - Exercise 1's page (``EXERCISE``) gets an editor per solution cell and a Check button that
-  runs its visible tests and knowledge checks (:func:`autograder.inpage.check_exercise`).
+  runs its tests and knowledge checks (:func:`autograder.inpage.check_exercise`): every
+  test whole, hidden parts included, when the book is built with the open course's
+  ``solutions/`` and ``in_page_hidden_tests`` is true (the default, the course's
+  ``_config.yml``); otherwise the visible parts only, the hidden ones pending.
 - Pyodide's core runtime, installed by ``npm ci`` from package-lock.json (pinned version and
   checksum), is copied into ``_static/pyodide/``, with the course's Python files the page
   needs in ``_static/course-runner.json``. Nothing loads from another host, and the runtime
@@ -16,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -24,7 +26,6 @@ from docutils import nodes
 from sphinx.errors import ExtensionError
 
 import autograder
-from autograder.checks.knowledge import ANSWERS
 from autograder.config import SOLUTIONS
 from autograder.verdicts import HIDDEN_BEGIN, grade_id, is_test_cell
 from runnable_cells import runnable
@@ -44,7 +45,16 @@ IN_PAGE_FILES = {
     "autograder/reference/__init__.py": "reference/__init__.py",
     "autograder/reference/python_attention.py": "reference/python_attention.py",
 }
-KNOWLEDGE_CALL = re.compile(r"knowledge_check\(\s*[\"'](kc\d+)[\"']\s*,\s*(\w+)\s*\)")
+# What the page needs to run exercise 1's hidden tests too (the open course's, which anyone
+# can read): the checks, the knowledge checks' answers, the hints, the checker's proxy class.
+HIDDEN_TEST_FILES = {
+    "autograder/checks/__init__.py": "checks/__init__.py",
+    "autograder/checks/ex01.py": "checks/ex01.py",
+    "autograder/checks/knowledge.py": "checks/knowledge.py",
+    "autograder/diagnose_python.py": "diagnose_python.py",
+    "autograder/checker.py": "checker.py",
+    "autograder/wire.py": "wire.py",
+}
 
 
 def _check_runtime(app) -> None:
@@ -89,10 +99,11 @@ def _mark_cells(app, doctree, docname: str) -> None:
     """Classes for course-runner.js: ``course-run`` cells and exercise 1's answer cells."""
     cells = _cells(doctree)
     if docname == EXERCISE:
+        whole = ["course-whole"] if _hidden_tests(app) else []  # the panel says what runs
         for cell in cells:
             meta = (cell.get("cell_metadata") or {}).get("nbgrader", {})
             if meta.get("solution") and not meta.get("grade") and _part(cell, "cell_input"):
-                cell["classes"] += ["course-answer", f"course-id-{meta['grade_id']}"]
+                cell["classes"] += ["course-answer", f"course-id-{meta['grade_id']}", *whole]
                 app.course_run_pages.add(docname)
         return
     if not docname.startswith("chapters/"):
@@ -110,31 +121,28 @@ def _add_assets(app, pagename, templatename, context, doctree) -> None:
         app.add_css_file("course-runner.css")
 
 
-def exercise_data(srcdir: Path) -> dict:
+def _hidden_tests(app) -> bool:
+    """Whether the page runs exercise 1's hidden tests: the book asks for them and has them."""
+    return bool(app.config.in_page_hidden_tests) and \
+        (SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
+
+
+def exercise_data(srcdir: Path, hidden_tests: bool) -> dict:
     """Exercise 1's released notebook (in the book at ``srcdir``) and what its in-page check
-    needs (``spec`` of :func:`autograder.inpage.check_exercise`): the tests whose hidden
-    part runs only in ``check`` and in grading, and its knowledge checks' answers, which the
-    open repository holds in :mod:`autograder.checks.knowledge`."""
+    needs (``spec`` of :func:`autograder.inpage.check_exercise`). With ``hidden_tests`` and
+    the course's ``solutions/``: every test cell whole, as ``check`` runs it in the open
+    repository. Otherwise (a class's private release, or a site that must not publish its
+    hidden tests): none, and which tests hide a part is unknown, so none counts as passed
+    whole."""
     released = json.loads((srcdir / f"{EXERCISE}.ipynb").read_text())
     page = {"page": EXERCISE, "filename": f"{ASSIGNMENT}.ipynb", "notebook": released}
     path = SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-    if not path.is_file():  # a class's private release: which tests hide a part is unknown
-        return {**page, "spec": {"assignment": ASSIGNMENT, "hidden": None, "knowledge": {},
-                                 "answers": {}}}
+    if not (hidden_tests and path.is_file()):
+        return {**page, "spec": {"assignment": ASSIGNMENT, "tests": {}, "hidden": None}}
     source = json.loads(path.read_text())
-    hidden, knowledge = [], {}
-    for cell in source["cells"]:
-        text = "".join(cell["source"])
-        if not (is_test_cell(cell) and HIDDEN_BEGIN in text):
-            continue
-        call = KNOWLEDGE_CALL.search(text.split(HIDDEN_BEGIN, 1)[1])
-        if call:
-            knowledge[grade_id(cell)] = [call.group(1), call.group(2)]
-        else:
-            hidden.append(grade_id(cell))
-    answers = {name: ANSWERS[ASSIGNMENT][name] for name, _ in knowledge.values()}
-    return {**page, "spec": {"assignment": ASSIGNMENT, "hidden": hidden,
-                             "knowledge": knowledge, "answers": answers}}
+    tests = {grade_id(cell): "".join(cell["source"]) for cell in source["cells"]
+             if is_test_cell(cell) and HIDDEN_BEGIN in "".join(cell["source"])}
+    return {**page, "spec": {"assignment": ASSIGNMENT, "tests": tests, "hidden": []}}
 
 
 def _write_runtime(app, exception) -> None:
@@ -145,11 +153,13 @@ def _write_runtime(app, exception) -> None:
     (static / "pyodide").mkdir(parents=True, exist_ok=True)
     for name in RUNTIME:
         shutil.copyfile(app.course_runtime / name, static / "pyodide" / name)
+    exercise = EXERCISE in app.env.found_docs  # a book without exercise 1 has no Check
+    data = exercise_data(Path(app.srcdir), app.config.in_page_hidden_tests) if exercise else None
+    wanted = {**IN_PAGE_FILES, **(HIDDEN_TEST_FILES if data and data["spec"]["tests"] else {})}
     files = {path: ((PACKAGE / real).read_text(encoding="utf-8") if real else
                     '"""The course\'s package, as the in-page Python holds it."""\n')
-             for path, real in IN_PAGE_FILES.items()}
-    exercise = EXERCISE in app.env.found_docs  # a book without exercise 1 has no Check
-    data = {"files": files, "exercise": exercise_data(Path(app.srcdir)) if exercise else None}
+             for path, real in wanted.items()}
+    data = {"files": files, "exercise": data}
     (static / "course-runner.json").write_text(json.dumps(data), encoding="utf-8")
 
 
@@ -164,6 +174,8 @@ def _digest() -> str:
 
 def setup(app):
     app.add_config_value("course_runner_digest", _digest(), "html")
+    # False in a private fork's published site: its hidden tests and answers stay off it.
+    app.add_config_value("in_page_hidden_tests", True, "html")
     app.connect("builder-inited", _check_runtime)
     app.connect("doctree-resolved", _mark_cells)
     app.connect("html-page-context", _add_assets)

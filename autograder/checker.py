@@ -28,13 +28,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import nbformat
-
 from autograder import wire
 
 def visible_part(source: str) -> str:
     """A test cell's source without its hidden part: what the learner's released notebook
     holds (nbgrader's own ClearHiddenTests, as ``release`` runs it)."""
+    import nbformat  # here, so the website's in-page Python (no nbformat) imports this module
     from nbgrader.preprocessors import ClearHiddenTests
 
     cell = nbformat.v4.new_code_cell(source)
@@ -894,6 +893,8 @@ def remove_folder(folder: Path) -> None:
 
 def new_cell_like(cell, code: str):
     """A code cell holding ``code`` with ``cell``'s metadata (so a time-out names it)."""
+    import nbformat  # see visible_part
+
     new = nbformat.v4.new_code_cell(code)
     new.metadata = cell.metadata
     return new

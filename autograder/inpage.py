@@ -9,8 +9,9 @@ is on their machine. Grading runs elsewhere (the trusted checker, ``contract.md`
 - :func:`run_cells`: a chapter cell after the cells it needs, in a fresh namespace; what
   the last one printed, as the build printed it.
 - :func:`check_exercise`: exercise 1's notebook with the learner's code in its solution
-  cells; the rows ``check`` prints for its visible tests and knowledge checks
-  (:func:`autograder.verdicts.report`).
+  cells; the rows ``check`` prints (:func:`autograder.verdicts.report`): for every test
+  and knowledge check where the site carries the open course's hidden tests, else for the
+  visible parts.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import io
 import traceback
 from typing import Any
 
-from autograder.testing import check_answer
 from autograder.verdicts import (
     Execution,
     cell_errors,
@@ -88,14 +88,15 @@ def check_exercise(notebook: dict, code: dict[str, str], spec: dict) -> dict[str
     """Exercise ``spec["assignment"]``'s released ``notebook`` (nbformat 4, as JSON) with
     ``code`` (grade_id -> the learner's source) in its solution cells, run top to bottom.
 
-    ``spec``: ``hidden``, the grade_ids of tests with a hidden part this page does not run
-    (None when unknown);
-    ``knowledge``, test grade_id -> [knowledge check name, answer variable]; ``answers``,
-    knowledge check name -> expected answer (compared by
-    :func:`autograder.testing.check_answer`, as the hidden knowledge checks do).
+    ``spec``: ``tests``, grade_id -> the whole source of a test cell with a hidden part
+    (the open course's ``solutions/``), which runs instead of the released one; ``hidden``,
+    the grade_ids of tests with a hidden part that does not run here ([] when ``tests``
+    has them all, None when unknown: then no passing test counts as whole).
 
-    Returns ``{"lines": the report's lines, "failed": whether anything is wrong}``.
+    Returns ``{"lines": the rows and counts ``check`` prints, "failed": whether anything
+    is wrong}``.
     """
+    whole = spec.get("tests") or {}
     cells = [dict(c, source=_text(c.get("source", ""))) for c in notebook["cells"]]
     namespace: dict[str, Any] = {"__name__": "__main__"}
     for i, cell in enumerate(cells, start=1):
@@ -104,25 +105,16 @@ def check_exercise(notebook: dict, code: dict[str, str], spec: dict) -> dict[str
         gid = grade_id(cell)
         if nbgrader_meta(cell).get("solution") and gid in code:
             cell["source"] = code[gid]
-        source = cell["source"]
-        if is_test_cell(cell) and gid in spec.get("knowledge", {}):
-            name, variable = spec["knowledge"][gid]
-            namespace["__knowledge_check__"] = _knowledge_check(spec["answers"])
-            source += f"\n__knowledge_check__({name!r}, {variable})\n"
-        printed, error = run_source(source, namespace, i)
+        elif is_test_cell(cell) and gid in whole:
+            cell["source"] = whole[gid]
+        printed, error = run_source(cell["source"], namespace, i)
         cell["outputs"] = ([{"output_type": "stream", "name": "stdout", "text": printed}]
                            if printed else []) + ([error] if error else [])
     nb = {"cells": cells}
-    hidden = spec.get("hidden")  # None: unknown, so no passing test counts as whole
+    hidden = spec.get("hidden")
     rows = results(nb, None if hidden is None else set(hidden), Execution(timeout=0))
-    lines, failed = report(rows, cell_errors(nb), whole=False)
+    lines, failed = report(rows, cell_errors(nb), whole=bool(whole))
     return {"lines": lines, "failed": failed}
-
-
-def _knowledge_check(answers: dict[str, Any]):
-    def knowledge_check(name: str, answer: Any) -> None:
-        check_answer(answer, answers[name], f"Knowledge check {name.removeprefix('kc')}")
-    return knowledge_check
 
 
 def _text(source: str | list[str]) -> str:

@@ -34,11 +34,13 @@ def fail(message: str) -> None:
     raise CheckFailed(message)
 
 
-def call_learner(fn: Callable, *args, what: str, within=None, **kwargs):
+def call_learner(fn: Callable, *args, what: str, within=None,
+                 hint: Callable[[BaseException], str] | None = None, **kwargs):
     """Call a learner's function; turn the stub or any exception into a clear failure.
 
     ``within``: a context manager the call runs in, such as ``np.errstate(all="ignore")``
-    or ``torch.no_grad()``.
+    or ``torch.no_grad()``. ``hint``: names the likely mistake behind an exception (such
+    as :func:`autograder.diagnose_python.exception_hint`), appended when not ''.
     """
     try:
         with within if within is not None else contextlib.nullcontext():
@@ -46,7 +48,9 @@ def call_learner(fn: Callable, *args, what: str, within=None, **kwargs):
     except NotImplementedError:
         fail(f"{what}: not implemented yet (the stub raises NotImplementedError)")
     except Exception as exc:  # noqa: BLE001 - a learner's code may raise anything
-        fail(f"{what}: raised {type(exc).__name__}: {exc}")
+        extra = hint(exc) if hint is not None else ""
+        fail(f"{what}: raised {type(exc).__name__}: {exc}" + (f". Hint: {extra}." if extra
+                                                               else ""))
 
 
 def check_type(value: Any, expected: type | tuple[type, ...], what: str) -> None:
@@ -264,7 +268,9 @@ def explain(hint: Callable[[], str]):
         except Exception:  # noqa: BLE001 - a diagnosis must never hide the failure
             extra = ""
         if extra:
-            raise CheckFailed(f"{exc} Hint: {extra}.") from None
+            text = str(exc).rstrip()
+            raise CheckFailed(f"{text}{'' if text.endswith('.') else '.'} Hint: {extra}.") \
+                from None
         raise
 
 

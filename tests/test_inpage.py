@@ -5,6 +5,7 @@ in-page check giving the rows `python -m autograder check` prints (check_exercis
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -80,40 +81,95 @@ def test_a_run_prints_what_the_last_cell_prints_after_the_cells_above():
     assert "NameError" in run_cells(["print(x)"])["error"]
 
 
-def _spec() -> dict:
+def _spec(hidden_tests: bool = True) -> dict:
     sys.modules.pop("course_runner", None)
     from course_runner import exercise_data
 
-    return exercise_data(REPO)
+    return exercise_data(REPO, hidden_tests)
 
 
-def _code(softmax: str = SOFTMAX, answers: dict | None = None) -> dict[str, str]:
-    return {"softmax": softmax, "scaled_dot_product_attention": ATTENTION,
+def _code(softmax: str = SOFTMAX, answers: dict | None = None,
+          attention: str = ATTENTION) -> dict[str, str]:
+    return {"softmax": softmax, "scaled_dot_product_attention": attention,
             **(answers if answers is not None else ANSWERS)}
 
 
-def test_the_in_page_check_of_a_correct_solution_fails_nothing():
+def _page_rows(code: dict[str, str], hidden_tests: bool = True) -> dict[str, str]:
+    data = _spec(hidden_tests)
+    out = check_exercise(data["notebook"], code, data["spec"])
+    return {line.split()[0]: line for line in out["lines"] if " pt  " in line}
+
+
+def test_the_in_page_check_gives_every_verdict_of_a_correct_solution():
     data = _spec()
     out = check_exercise(data["notebook"], _code(), data["spec"])
     rows = [line for line in out["lines"] if " pt  " in line]
     assert len(rows) == 12 and not out["failed"]
-    assert all(" PASS " in r or " PENDING " in r for r in rows), rows
-    assert sum(" PASS " in r for r in rows) >= 3  # the knowledge checks at least
-    assert ", 0 failed, " in out["lines"][-1]
+    assert all(" PASS " in r for r in rows), rows  # hidden parts and knowledge checks ran
+    assert "points: 14 earned, 0 pending" in "\n".join(out["lines"])
 
 
-def test_the_in_page_check_names_the_missing_max_subtraction_and_wrong_answers():
-    data = _spec()
-    out = check_exercise(data["notebook"], _code(NO_MAX, {**ANSWERS, "kc1": 'kc1_answer = "a"'}),
-                         data["spec"])
-    rows = {line.split()[0]: line for line in out["lines"] if " pt  " in line}
-    assert out["failed"]
-    assert " FAIL " in rows["test_softmax_stable"] and "OverflowError" in rows["test_softmax_stable"]
+def test_without_the_hidden_tests_the_page_leaves_them_pending():
+    """A site built without them (a private fork's, in_page_hidden_tests false): the
+    visible parts run, and no test with a hidden part counts as passed."""
+    rows = _page_rows(_code(), hidden_tests=False)
+    assert len(rows) == 12 and not [r for r in rows.values() if " FAIL " in r]
+    assert all(" PENDING " in r for r in rows.values()), rows
+    assert not _spec(hidden_tests=False)["spec"]["tests"]
+
+
+def test_the_in_page_check_names_the_mistakes():
+    """No max subtraction, a wrong knowledge-check answer, the scale 1/sqrt(d_v), no scale:
+    each fails its tests with a hint naming it, and only its tests."""
+    rows = _page_rows(_code(NO_MAX, {**ANSWERS, "kc1": 'kc1_answer = "a"'}))
+    stable = rows["test_softmax_stable"]
+    assert " FAIL " in stable and "OverflowError" in stable and \
+        "subtract the row's maximum" in stable
     assert " FAIL " in rows["test_kc1"] and "'a' is not the right answer" in rows["test_kc1"]
-    assert " FAIL " not in rows["test_softmax_known_values"]
+    assert " FAIL " not in rows["test_softmax_known_values"] + rows["test_kc2"]
+    d_v = _page_rows(_code(attention=ATTENTION.replace("math.sqrt(d_k)", "math.sqrt(len(V[0]))")))
+    unscaled = _page_rows(_code(attention=ATTENTION.replace(" / math.sqrt(d_k)", "")))
+    for wrong, words in ((d_v, "1/sqrt(d_v) instead of 1/sqrt(d_k)"),
+                         (unscaled, "without the 1/sqrt(d_k) scale")):
+        failed = {name for name, row in wrong.items() if " FAIL " in row}
+        assert failed == {"test_attention_worked_example", "test_attention_matches_reference",
+                          "test_attention_rectangular", "test_attention_stable"} or \
+            failed == {"test_attention_worked_example", "test_attention_matches_reference",
+                       "test_attention_rectangular"}, failed
+        assert all(words in wrong[name] for name in failed
+                   if name != "test_attention_stable"), wrong
 
 
-def _check_rows(tmp_path, code: dict[str, str], *flags: str) -> dict[str, str]:
+def test_the_page_s_python_files_need_only_the_standard_library(tmp_path):
+    """The files the site gives the page, alone on sys.path of a Python started without
+    site-packages (-S -I), run the whole check of a correct and a wrong solution."""
+    sys.modules.pop("course_runner", None)
+    from course_runner import HIDDEN_TEST_FILES, IN_PAGE_FILES
+
+    for path, real in {**IN_PAGE_FILES, **HIDDEN_TEST_FILES}.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text((REPO / "autograder" / real).read_text() if real else "")
+    (tmp_path / "spec.json").write_text(json.dumps({"data": _spec(), "right": _code(),
+                                                    "wrong": _code(NO_MAX)}))
+    script = """import json, sys
+sys.path[:] = [p for p in sys.path if 'site-packages' not in p and 'dist-packages' not in p]
+sys.path.insert(0, '.')
+from autograder.inpage import check_exercise
+d = json.load(open('spec.json'))
+for name in ('right', 'wrong'):
+    print(name, check_exercise(d['data']['notebook'], d[name], d['data']['spec'])['lines'][-1])
+assert 'numpy' not in sys.modules and 'nbformat' not in sys.modules, sorted(sys.modules)
+"""
+    proc = subprocess.run([sys.executable, "-S", "-I", "-c", script], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["right 12 passed, 0 failed, 0 pending",
+                                        "wrong 10 passed, 2 failed, 0 pending"], proc.stdout
+
+
+def _check_rows(tmp_path, code: dict[str, str], private: bool = False) -> dict[str, str]:
+    """The rows `check` prints; ``private``: as a class's private release does (no
+    solutions/ beside the course package)."""
     nb = json.loads(NOTEBOOK.read_text())
     for cell in nb["cells"]:
         gid = cell["metadata"].get("nbgrader", {}).get("grade_id")
@@ -123,24 +179,22 @@ def _check_rows(tmp_path, code: dict[str, str], *flags: str) -> dict[str, str]:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / NOTEBOOK.name
     path.write_text(json.dumps(nb))
-    proc = subprocess.run([sys.executable, "-m", "autograder", "check", *flags, str(path)],
+    env = dict(os.environ, AUTOGRADER_SOLUTIONS=str(tmp_path / "none")) if private else None
+    proc = subprocess.run([sys.executable, "-m", "autograder", "check", str(path)], env=env,
                           capture_output=True, text=True, cwd=REPO, timeout=300)
     return {line.split()[0]: line for line in proc.stdout.splitlines() if " pt  " in line}
 
 
 @pytest.mark.slow
 def test_the_in_page_rows_are_the_rows_check_prints(tmp_path):
-    """Row by row, the page prints what `check --visible-only` prints for the tests whose
-    hidden part it does not run, and what the whole `check` prints for the rest (the
-    knowledge checks and the tests with no hidden part), right and wrong solutions."""
-    data = _spec()
+    """Row by row, the page prints what the whole `check` prints (the open course's site)
+    and what it prints in a private release (a site without the hidden tests), for a right
+    solution and for wrong ones (no max subtraction and a wrong answer; the scale
+    1/sqrt(d_v))."""
     wrong = _code(NO_MAX, {**ANSWERS, "kc3": "kc3_answer = 0.5"})
-    for code in (_code(), wrong):
-        page = {line.split()[0]: line for line in
-                check_exercise(data["notebook"], code, data["spec"])["lines"] if " pt  " in line}
-        visible = _check_rows(tmp_path, code, "--visible-only")
-        whole = _check_rows(tmp_path, code)
-        assert page.keys() == visible.keys() == whole.keys() and len(page) == 12
-        for name, row in page.items():
-            expected = visible[name] if name in data["spec"]["hidden"] else whole[name]
-            assert row == expected, (name, row, expected)
+    d_v = _code(attention=ATTENTION.replace("math.sqrt(d_k)", "math.sqrt(len(V[0]))"))
+    for code in (_code(), wrong, d_v):
+        for hidden_tests in (True, False):
+            page = _page_rows(code, hidden_tests)
+            cli = _check_rows(tmp_path, code, private=not hidden_tests)
+            assert page == cli and len(page) == 12, (hidden_tests, page, cli)

@@ -131,10 +131,14 @@
   const panel = document.createElement("section");
   panel.className = "course-check";
   panel.setAttribute("aria-label", "Check your answers in this page");
-  panel.innerHTML = "<h2>Check in this page</h2><p>Runs the visible tests and the knowledge " +
-    "checks here, in your browser, with the rows <code>python -m autograder check</code> " +
-    "prints. Your code stays in this browser between visits. Hidden tests run when you check " +
-    "the downloaded notebook in the course folder, and when your instructor grades.</p>";
+  panel.innerHTML = "<h2>Check in this page</h2><p>" + (answers[0].classList.contains("course-whole")
+    ? "Runs every test, hidden parts included, and the knowledge checks here, in your " +
+      "browser, with the rows <code>python -m autograder check</code> prints in the course " +
+      "folder. Your code stays in this browser between visits; Download gives the notebook " +
+      "to check there or hand in.</p>"
+    : "Runs the visible tests here, in your browser, with the rows <code>python -m " +
+      "autograder check</code> prints. Your code stays in this browser between visits. The " +
+      "hidden tests and the knowledge checks are scored when your instructor grades.</p>");
   const buttons = document.createElement("div");
   buttons.className = "course-run-bar";
   panel.appendChild(buttons);

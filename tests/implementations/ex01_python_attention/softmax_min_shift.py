@@ -1,6 +1,7 @@
 """Wrong: subtracts the minimum instead of the maximum; large spreads still overflow.
 
 fails: test_softmax_stable, test_attention_stable
+hint: subtract the row's maximum score from every score before exp
 """
 # %% softmax
 def softmax(row):

@@ -1,6 +1,7 @@
 """Wrong: shifts every score by the FIRST score instead of the maximum (overflows for [0, 1000]).
 
 fails: test_softmax_stable, test_attention_stable
+hint: subtract the row's maximum score from every score before exp
 """
 # %% softmax
 def softmax(row):

@@ -1,6 +1,7 @@
 """Wrong: the scores are not divided by sqrt(d_k).
 
 fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable
+hint: without the 1/sqrt(d_k) scale
 """
 # %% scaled_dot_product_attention
 %%rust

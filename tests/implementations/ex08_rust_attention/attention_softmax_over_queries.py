@@ -1,6 +1,7 @@
 """Wrong: the softmax normalises each key's column over the queries, not each query's row.
 
 fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable
+hint: softmax taken over the queries
 """
 # %% scaled_dot_product_attention
 %%rust

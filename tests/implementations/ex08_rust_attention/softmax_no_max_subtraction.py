@@ -1,6 +1,7 @@
 """Wrong: softmax without subtracting the maximum, so exp(1000) is inf and inf / inf is NaN.
 
 fails: test_softmax_stable, test_attention_stable
+hint: subtract the row's maximum score from every score before exp
 """
 # %% softmax
 %%rust
