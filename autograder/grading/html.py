@@ -18,7 +18,7 @@ svg text { font: 12px system-ui, sans-serif; fill: #333; }
 .side { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
 pre { background: #f7f7f7; padding: .6rem; overflow-x: auto; font-size: 13px;
       border: 1px solid #e3e3e3; }
-mark { background: #ffd966; } .rate { display: inline-block; height: .8rem;
+mark { background: #ffd966; } .nowrap { white-space: nowrap; } .rate { display: inline-block; height: .8rem;
        background: #3465a4; vertical-align: middle; }
 """
 
