@@ -23,6 +23,7 @@ command does and what each status means):
 - :mod:`~autograder.grading.release`: generate_assignment; the only writer of the
   workspace's ``nbgrader_config.py``.
 - :mod:`~autograder.grading.summary`: the summary printed and plotted after a run.
+- :mod:`~autograder.grading.class_report`: the class report, one HTML page per assignment.
 - :mod:`~autograder.grading.keys`: what a grade depends on, its digest (when to regrade).
 - :mod:`~autograder.grading.record`: one record: the CSV files derived from the gradebook.
 - :mod:`~autograder.grading.export`: the file to upload to a learning platform.
