@@ -15,7 +15,7 @@ th, td { border-bottom: 1px solid #ddd; padding: .3rem .6rem; text-align: left;
 th { background: #f3f3f3; } td.num, th.num { text-align: right; }
 .note { color: #555; } .bar { fill: #3465a4; } .axis { stroke: #888; }
 svg text { font: 12px system-ui, sans-serif; fill: #333; }
-.side { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
+.side { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 1rem; }
 pre { background: #f7f7f7; padding: .6rem; overflow-x: auto; font-size: 13px;
       border: 1px solid #e3e3e3; }
 mark { background: #ffd966; } .nowrap { white-space: nowrap; } .rate { display: inline-block; height: .8rem;
