@@ -10,6 +10,8 @@ Commands (the book's page "The grading contract", `contract.md`, says what each 
     python -m autograder manual score STUDENT ASSIGNMENT CELL POINTS [--comment TEXT]
     python -m autograder export [--workspace DIR] [--roster FILE] [--out FILE]
     python -m autograder release [ASSIGNMENT ...] [--to DIR]
+    python -m autograder similarity ASSIGNMENT [--workspace DIR] [--submissions DIR]
+                                    [--common F] [--top N]
 """
 
 from __future__ import annotations
@@ -200,6 +202,14 @@ def cmd_release(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_similarity(args: argparse.Namespace) -> int:
+    from autograder.grading.similarity import main as similarity_main
+
+    return similarity_main(args.assignment, Path(args.workspace),
+                           Path(args.submissions) if args.submissions else None,
+                           common=args.common, top=args.top)
+
+
 def main(argv: list[str] | None = None) -> int:
     # nbgrader runs helper programs (alembic) by name: keep this Python's bin/ on PATH.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
@@ -281,6 +291,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("assignments", nargs="*", help=f"default: all of {', '.join(ASSIGNMENTS)}")
     p.add_argument("--to", default=str(EXERCISES), help="release folder (default exercises/)")
     p.set_defaults(func=cmd_release)
+
+    p = sub.add_parser("similarity", help="similar submissions: every pair of a class's "
+                       "solution code compared, a ranked HTML report and a CSV (no grade "
+                       "changes)")
+    p.add_argument("assignment")
+    p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE),
+                   help="the grading workspace: the notebooks grade graded are read there, "
+                        "similarity-ASSIGNMENT.html and .csv written there (default .grading)")
+    p.add_argument("--submissions", help="read the submissions from this folder "
+                   "(<student_id>/<assignment_id>/<assignment_id>.ipynb) instead, graded or not")
+    p.add_argument("--common", type=float, default=0.5,
+                   help="code found alike in more than this share of the submissions is an "
+                        "idiom, not compared (default 0.5)")
+    p.add_argument("--top", type=int, default=50,
+                   help="pairs shown side by side in the report (default 50)")
+    p.set_defaults(func=cmd_similarity)
 
     args = parser.parse_args(argv)
     return args.func(args)

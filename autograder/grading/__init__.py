@@ -23,10 +23,16 @@ command does and what each status means):
 - :mod:`~autograder.grading.release`: generate_assignment; the only writer of the
   workspace's ``nbgrader_config.py``.
 - :mod:`~autograder.grading.summary`: the summary printed and plotted after a run.
+- :mod:`~autograder.grading.class_report`: the class report, one HTML page per assignment.
 - :mod:`~autograder.grading.keys`: what a grade depends on, its digest (when to regrade).
 - :mod:`~autograder.grading.record`: one record: the CSV files derived from the gradebook.
 - :mod:`~autograder.grading.export`: the file to upload to a learning platform.
 - :mod:`~autograder.grading.manual`: manual grading without a browser.
+- :mod:`~autograder.grading.similarity`: similar submissions: every pair compared with
+  copydetect, the release discounted (``python -m autograder similarity``); no grade changes.
+- :mod:`~autograder.grading.similarity_report`: its HTML report, matches side by side.
+- :mod:`~autograder.grading.html`: what the workspace's HTML reports share (inline CSS and
+  SVG, nothing loaded from another host).
 - :mod:`~autograder.grading.speedups`: work nbgrader repeats on every call, done once per
   process (schema validators, template bytecode, the gradebook's engine).
 """

@@ -106,8 +106,10 @@ def derive_rows(workspace: Path, rows: dict[tuple[str, str], Row]) -> dict[tuple
 
 
 def derive(workspace: Path) -> tuple[dict[tuple[str, str], Row], list[str]]:
-    """Rewrite ``grades.csv``, ``tests.csv`` and the summary from the gradebook and the side
-    table; return the rows and the summary's printable lines."""
+    """Rewrite ``grades.csv``, ``tests.csv``, the summary and the class reports
+    (:mod:`~autograder.grading.class_report`) from the gradebook and the side table; return
+    the rows and the summary's printable lines."""
+    from autograder.grading.class_report import write_all
     from autograder.grading.summary import write_summary
 
     workspace = Path(workspace).resolve()
@@ -115,4 +117,5 @@ def derive(workspace: Path) -> tuple[dict[tuple[str, str], Row], list[str]]:
     save_rows(workspace, rows)
     lines = write_summary(workspace, [r.to_dict() for r in rows.values()],
                           [t for r in rows.values() for t in r.tests])
+    lines += [f"class report: {p}" for p in write_all(workspace, rows.values())]
     return rows, lines
