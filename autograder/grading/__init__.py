@@ -12,7 +12,9 @@ command does and what each status means):
 - :mod:`~autograder.grading.pool`: the worker pool, both ends (``Worker`` and its process).
 - :mod:`~autograder.grading.cluster`: grading on a Dask cluster (``--scheduler``).
 - :mod:`~autograder.grading.autograde`: grading one submission: stage, autograde, its row.
-- :mod:`~autograder.grading.submission`: the submission model, discovery, pre-validation.
+- :mod:`~autograder.grading.submission`: the submission model, discovery (which notebook
+  of a folder is graded), pre-validation.
+- :mod:`~autograder.grading.ids`: which folder names can be student ids (checked at the door).
 - :mod:`~autograder.grading.times`: submission times, every platform's form read exactly or
   refused (nbgrader is handed the one form its parser reads right).
 - :mod:`~autograder.grading.integrity`: restored cells and tampering, against the release.
