@@ -28,6 +28,8 @@ command does and what each status means):
 - :mod:`~autograder.grading.keys`: what a grade depends on, its digest (when to regrade).
 - :mod:`~autograder.grading.record`: one record: the CSV files derived from the gradebook.
 - :mod:`~autograder.grading.export`: the file to upload to a learning platform.
+- :mod:`~autograder.grading.canvas`: a Canvas gradebook export, its assignment cells filled.
+- :mod:`~autograder.grading.moodle`: Moodle's grade-import CSV.
 - :mod:`~autograder.grading.manual`: manual grading without a browser.
 - :mod:`~autograder.grading.speedups`: work nbgrader repeats on every call, done once per
   process (schema validators, template bytecode, the gradebook's engine).
