@@ -9,6 +9,8 @@ Commands (the book's page "The grading contract", `contract.md`, says what each 
     python -m autograder manual list [ASSIGNMENT] [--workspace DIR]
     python -m autograder manual score STUDENT ASSIGNMENT CELL POINTS [--comment TEXT]
     python -m autograder export [--workspace DIR] [--roster FILE] [--out FILE]
+    python -m autograder export --canvas GRADEBOOK.csv [--column ASSIGNMENT=NAME ...] [--out FILE]
+    python -m autograder export --moodle FIELD [--roster FILE] [--out FILE]
     python -m autograder release [ASSIGNMENT ...] [--to DIR]
     python -m autograder similarity ASSIGNMENT [--workspace DIR] [--submissions DIR]
                                     [--common F] [--top N]
@@ -179,10 +181,32 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    out, roster = (Path(args.out) if args.out else None), (Path(args.roster) if args.roster else None)
+    if args.column and not args.canvas:
+        print("error: --column names Canvas columns: give it with --canvas", file=sys.stderr)
+        return 2
+    if args.canvas:
+        from autograder.grading import canvas
+
+        if roster is not None:
+            print("error: --roster is not used with --canvas: the Canvas file is the roster",
+                  file=sys.stderr)
+            return 2
+        names = {}
+        for item in args.column or ():
+            assignment, sep, name = item.partition("=")
+            if not sep or not assignment.strip() or not name.strip():
+                print(f"error: --column {item!r} is not ASSIGNMENT=NAME", file=sys.stderr)
+                return 2
+            names[assignment.strip()] = name.strip()
+        return canvas.main(Path(args.workspace), Path(args.canvas), out, names)
+    if args.moodle:
+        from autograder.grading import moodle
+
+        return moodle.main(Path(args.workspace), args.moodle, roster, out)
     from autograder.grading.export import main as export_main
 
-    return export_main(Path(args.workspace), Path(args.out) if args.out else None,
-                       Path(args.roster) if args.roster else None)
+    return export_main(Path(args.workspace), out, roster)
 
 
 def cmd_manual(args: argparse.Namespace) -> int:
@@ -269,7 +293,19 @@ def main(argv: list[str] | None = None) -> int:
                    help="the grading workspace (default .grading)")
     p.add_argument("--roster", help="CSV with a student_id (or id) column, or one id a line "
                                     "(default: every student of the gradebook)")
-    p.add_argument("--out", help="output CSV (default WORKSPACE/export.csv)")
+    p.add_argument("--out", help="output CSV (default WORKSPACE/export.csv, canvas-import.csv "
+                                 "or moodle-import.csv); never one of the input files")
+    platform = p.add_mutually_exclusive_group()
+    platform.add_argument("--canvas", metavar="GRADEBOOK.csv",
+                          help="fill the assignment columns of this Canvas gradebook export "
+                               "(learners matched by SIS login or SIS user id) into --out")
+    platform.add_argument("--moodle", metavar="FIELD",
+                          help="write Moodle's grade-import CSV keyed on this user field (id, "
+                               "idnumber, email or username: the roster's column of that name, "
+                               "else the student id)")
+    p.add_argument("--column", action="append", metavar="ASSIGNMENT=NAME",
+                   help="with --canvas: the Canvas name of an assignment's column (default: "
+                        "its id, as in 'ex01_python_attention (1234)')")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("manual", help="grade written answers without a browser")

@@ -41,13 +41,74 @@ def test_discover_reads_the_layout_and_other_notebook_names(tmp_path):
     write_submission(tmp_path, "alice", A, filled_notebook(A))
     (tmp_path / "bob" / A).mkdir(parents=True)
     (tmp_path / "bob" / A / "attempt1.ipynb").write_text("{}")
-    (tmp_path / "carol" / A).mkdir(parents=True)  # two other notebooks: ambiguous
-    (tmp_path / "carol" / A / "a.ipynb").write_text("{}")
-    (tmp_path / "carol" / A / "b.ipynb").write_text("{}")
+    (tmp_path / "bob" / A / "._attempt1.ipynb").write_text("")  # macOS's copy in a zip
     found = {s.student_id: s for s in submission.discover(tmp_path)}
     assert found["alice"].path.name == f"{A}.ipynb" and len(found["alice"].sha256) == 64
-    assert found["bob"].path.name == "attempt1.ipynb"
-    assert found["carol"].path is None and found["carol"].sha256 == ""
+    assert found["bob"].path.name == "attempt1.ipynb" and found["bob"].refused is None
+    assert (found["alice"].note, found["bob"].note) == ("", "")
+
+
+def _folder(root, student, files):
+    folder = root / student / A
+    folder.mkdir(parents=True)
+    for name, nb in files.items():
+        (folder / name).write_text(nb if isinstance(nb, str) else nbformat.writes(nb))
+    return folder
+
+
+def test_two_attempts_in_one_folder_say_so_and_name_both(tmp_path):
+    """Two notebooks of the assignment and none named for it (two attempts without
+    timestamps) were missing-notebook, "no ex01_python_attention.ipynb in the submission
+    folder"; the instructor must choose, and the detail names both files."""
+    _folder(tmp_path, "carol", {"attempt1.ipynb": filled_notebook(A),
+                                "attempt2.ipynb": filled_notebook(A)})
+    (sub,) = submission.discover(tmp_path)
+    nb, bad = submission.prevalidate(sub)
+    assert nb is None and bad[0] == Status.SEVERAL_NOTEBOOKS != Status.MISSING_NOTEBOOK
+    assert bad[1].startswith("2 notebooks in the submission folder and none named "
+                             f"{A}.ipynb: attempt1.ipynb, attempt2.ipynb; 2 of them are "
+                             f"notebooks of {A}, so none is graded")
+    assert [p.name for p in sub.others] == ["attempt1.ipynb", "attempt2.ipynb"]
+
+
+def test_of_several_notebooks_the_one_of_the_assignment_is_graded_and_why(tmp_path):
+    _folder(tmp_path, "dan", {"attempt.ipynb": filled_notebook(A), "notes.ipynb": "{}",
+                              "ex02.ipynb": filled_notebook("ex02_numpy_attention")})
+    _folder(tmp_path, "eve", {"a.ipynb": "{}", "b.ipynb": "not json"})
+    found = {s.student_id: s for s in submission.discover(tmp_path)}
+    dan, eve = found["dan"], found["eve"]
+    assert dan.path.name == "attempt.ipynb" and dan.refused is None
+    assert dan.note == (f"3 notebooks in the submission folder, none named {A}.ipynb: "
+                        f"attempt.ipynb is graded, the only one that is a notebook of {A} "
+                        "(not: ex02.ipynb, notes.ipynb)")
+    assert submission.prevalidate(dan)[1] is None
+    assert eve.path is None and eve.refused[0] == Status.SEVERAL_NOTEBOOKS
+    assert f"a.ipynb, b.ipynb; none of them is a notebook of {A}" in eve.refused[1]
+
+
+def test_the_named_notebook_is_graded_and_the_others_are_named(tmp_path):
+    _folder(tmp_path, "fay", {f"{A}.ipynb": filled_notebook(A),
+                              "attempt2.ipynb": filled_notebook(A)})
+    (sub,) = submission.discover(tmp_path)
+    assert sub.path.name == f"{A}.ipynb" and sub.refused is None
+    assert sub.note == (f"also in the submission folder, not graded: attempt2.ipynb "
+                        f"({A}.ipynb is graded, the notebook nbgrader grades)")
+
+
+def test_the_other_notebooks_are_inputs_of_the_grade(tmp_path):
+    """Which notebook is graded depends on the others: a changed one regrades."""
+    from autograder.grading import keys
+
+    folder = _folder(tmp_path, "gus", {"attempt.ipynb": filled_notebook(A),
+                                       "notes.ipynb": "{}"})
+    values = dict(due="", extension="", late_penalty="none", source=None, check_code="c")
+    before = keys.inputs(submission.discover(tmp_path)[0], **values)
+    (folder / "notes.ipynb").write_text(nbformat.writes(filled_notebook(A)))
+    after = keys.inputs(submission.discover(tmp_path)[0], **values)
+    assert keys.changed(before, after) == ["notebook", "other notebooks"]
+    alone = _folder(tmp_path / "b", "hal", {f"{A}.ipynb": filled_notebook(A)})
+    assert "other notebooks" not in keys.inputs(submission.discover(alone.parents[1])[0],
+                                                **values)
 
 
 @pytest.mark.parametrize("content,status,detail", [

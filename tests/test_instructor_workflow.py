@@ -34,6 +34,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("workflow")]
 PAGE = (REPO / "instructors.md").read_text(encoding="utf-8")
 
 
+CLASS = ("alice", "bob", "carol", "dave", "erin", "frank")
+
+
 def page(command: str, **values: str) -> str:
     """``command`` as the page has it, with sample values replaced (old=new)."""
     assert command in PAGE, f"the instructors page no longer has: {command}"
@@ -106,8 +109,14 @@ def term(tmp_path_factory):
         z.writestr(f"alice_{B}.ipynb", nbformat.writes(filled_notebook(B)))
         z.writestr(f"bob_{B}.ipynb", nbformat.writes(filled_notebook(B)))
         z.writestr(f"erin_{B}.ipynb", '{"cells": [')
-    (root / "roster.csv").write_text("student_id,name\n" + "".join(
-        f"{s},{s.title()}\n" for s in ("alice", "bob", "carol", "dave", "erin", "frank")))
+    (root / "roster.csv").write_text("student_id,name,email\n" + "".join(
+        f"{s},{s.title()},{s}@uni.example\n" for s in CLASS))
+    canvas = ["Student,ID,SIS User ID,SIS Login ID,Section,Quiz 1 (7),"
+              f"{A} (11),{B} (12),Current Score",
+              "    Points Possible,,,,,10.00,14.00,12.00,(read only)"]
+    canvas += [f'"{s.title()}, A",{100 + i},S{i:03},{s},Section 1,{i}.00,,,' for i, s in
+               enumerate(CLASS)]
+    (root / "Grades-ATT101.csv").write_bytes(("\n".join(canvas) + "\n").encode())
     course, rows, out = Course(root, solutions), {}, {}
 
     # 2. Collect
@@ -157,6 +166,10 @@ def term(tmp_path_factory):
         "python -m autograder export --workspace .grading --roster roster.csv "
         "--out grades-upload.csv"))
     rows["export"] = _rows(root / "grades-upload.csv")
+    out["canvas"] = course.sh(page("python -m autograder export --workspace .grading --canvas "
+                                   "Grades-ATT101.csv --out canvas-import.csv"))
+    out["moodle"] = course.sh(page("python -m autograder export --workspace .grading --moodle "
+                                   "email --roster roster.csv --out moodle-import.csv"))
     assert _snapshot(submitted) == inputs
     return course, rows, out, inputs
 
@@ -231,6 +244,27 @@ def test_export_has_every_learner_of_the_roster(term):
     assert float(export[("frank", B)]["max_score"]) == float(export[("alice", B)]["max_score"])
     for key, r in rows["manual"].items():  # the export and grades.csv agree
         assert (export[key]["status"], export[key]["score"]) == (r["status"], r["score"])
+
+
+def test_canvas_and_moodle_files_hold_the_export_scores(term):
+    """The page's commands fill Canvas's file and write Moodle's: each score is the
+    export's; bob's derivation waits for a grade, so his ex03 cell gets none."""
+    course, rows, out, _ = term
+    export = rows["export"]
+    with (course.root / "canvas-import.csv").open(encoding="utf-8") as f:
+        canvas = {r["SIS Login ID"]: r for r in csv.DictReader(f)}
+    with (course.root / "moodle-import.csv").open(encoding="utf-8") as f:
+        moodle = {r["email"]: r for r in csv.DictReader(f)}
+    assert export[("bob", B)]["status"] == "needs-manual-grading"
+    for s in CLASS:
+        for a, column in ((A, f"{A} (11)"), (B, f"{B} (12)")):
+            if (s, a) == ("bob", B):
+                assert canvas[s][column] == moodle[f"{s}@uni.example"][a] == "", out
+                continue
+            assert float(canvas[s][column]) == float(export[(s, a)]["score"]), (s, a)
+            assert float(moodle[f"{s}@uni.example"][a]) == float(export[(s, a)]["score"])
+        assert canvas[s]["Quiz 1 (7)"] == f"{CLASS.index(s)}.00"
+    assert "12 cell(s) filled" not in out["canvas"] and "11 cell(s) filled" in out["canvas"]
 
 
 def test_workspace_config_keeps_the_grading_options(term):

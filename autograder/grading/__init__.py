@@ -12,7 +12,9 @@ command does and what each status means):
 - :mod:`~autograder.grading.pool`: the worker pool, both ends (``Worker`` and its process).
 - :mod:`~autograder.grading.cluster`: grading on a Dask cluster (``--scheduler``).
 - :mod:`~autograder.grading.autograde`: grading one submission: stage, autograde, its row.
-- :mod:`~autograder.grading.submission`: the submission model, discovery, pre-validation.
+- :mod:`~autograder.grading.submission`: the submission model, discovery (which notebook
+  of a folder is graded), pre-validation.
+- :mod:`~autograder.grading.ids`: which folder names can be student ids (checked at the door).
 - :mod:`~autograder.grading.times`: submission times, every platform's form read exactly or
   refused (nbgrader is handed the one form its parser reads right).
 - :mod:`~autograder.grading.integrity`: restored cells and tampering, against the release.
@@ -27,6 +29,8 @@ command does and what each status means):
 - :mod:`~autograder.grading.keys`: what a grade depends on, its digest (when to regrade).
 - :mod:`~autograder.grading.record`: one record: the CSV files derived from the gradebook.
 - :mod:`~autograder.grading.export`: the file to upload to a learning platform.
+- :mod:`~autograder.grading.canvas`: a Canvas gradebook export, its assignment cells filled.
+- :mod:`~autograder.grading.moodle`: Moodle's grade-import CSV.
 - :mod:`~autograder.grading.manual`: manual grading without a browser.
 - :mod:`~autograder.grading.similarity`: similar submissions: every pair compared with
   copydetect, the release discounted (``python -m autograder similarity``); no grade changes.

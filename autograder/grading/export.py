@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading.record import derive
@@ -52,12 +53,12 @@ def gradebook_students_and_assignments(workspace: Path) -> tuple[list[str], dict
                 {a.name: float(a.max_score) for a in gb.assignments})
 
 
-def export(workspace: Path, out: Path, roster: Path | None = None) -> tuple[list[dict], list[str]]:
-    """Write the export CSV to ``out``; return (its rows, warnings).
+def class_table(workspace: Path, roster: Path | None = None) -> tuple[list[dict], list[str]]:
+    """(the export's rows, the ids of the graded learners not on ``roster``): one row per
+    learner and assignment, sorted by assignment, then student.
 
     The roster is ``roster``'s students, or else every student of the gradebook and of the
-    side table. The assignments are those of the gradebook and of the side table. Rows are
-    sorted by assignment, then student.
+    side table. The assignments are those of the gradebook and of the side table.
     """
     workspace = Path(workspace).resolve()
     rows, _ = derive(workspace)
@@ -65,12 +66,7 @@ def export(workspace: Path, out: Path, roster: Path | None = None) -> tuple[list
     graded = {s for s, _ in rows}
     students = read_roster(roster) if roster else sorted(set(gb_students) | graded)
     assignments = sorted(set(maxima) | {a for _, a in rows})
-    warnings = []
-    if roster:
-        strangers = sorted(graded - set(students))
-        if strangers:
-            warnings.append(f"submissions from students not on the roster, left out: "
-                            f"{', '.join(strangers)}")
+    strangers = sorted(graded - set(students)) if roster else []
     table = []
     for a in assignments:
         for s in students:
@@ -84,37 +80,100 @@ def export(workspace: Path, out: Path, roster: Path | None = None) -> tuple[list
                               "max_score": r.max_score or maxima.get(a, 0.0),
                               "late_penalty": r.late_penalty, "status": str(r.status),
                               "detail": r.detail})
+    return table, strangers
+
+
+def left_out(strangers: list[str]) -> list[str]:
+    """The warning of the plain export about learners not on the roster."""
+    return ([f"submissions from students not on the roster, left out: {', '.join(strangers)}"]
+            if strangers else [])
+
+
+def export(workspace: Path, out: Path, roster: Path | None = None) -> tuple[list[dict], list[str]]:
+    """Write the export CSV (:func:`class_table`) to ``out``; return (its rows, warnings)."""
+    table, strangers = class_table(workspace, roster)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     write_csv(Path(out), EXPORT_FIELDS, spreadsheet_safe(table))
-    return table, warnings
+    return table, left_out(strangers)
 
 
-def main(workspace: Path, out: Path | None, roster: Path | None) -> int:
-    """``python -m autograder export``: write the file and say what it holds."""
+# Rows whose score is not a grade yet: the grader or the instructor has to act first. A
+# platform's file gets no score for them (Canvas: the cell as it was; Moodle: empty, "no
+# grade"); they are listed. Every other status is exported with its score, as here.
+UNSETTLED = frozenset({"error", "unknown-assignment", "several-notebooks",
+                       "invalid-student-id", "needs-manual-grading"})
+
+
+def number(score: float) -> str:
+    """A score as a platform's CSV holds it: ``14``, ``8.5``; never rounded."""
+    short = f"{score:g}"
+    return short if float(short) == score else repr(float(score))
+
+
+@dataclass
+class Report:
+    """What writing a platform's file did (:mod:`~autograder.grading.canvas`,
+    :mod:`~autograder.grading.moodle`), for the instructor."""
+
+    filled: int = 0  # scores written
+    missing: int = 0  # of them, learners with no submission (0)
+    unmatched: list[str] = field(default_factory=list)
+    ambiguous: list[str] = field(default_factory=list)
+    unsettled: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def print(self, done: str) -> int:
+        """Print ``done`` and every listed learner; the exit status: 0 when every grade
+        found its one place, 1 when some are unmatched or ambiguous."""
+        for title, lines in (("unmatched, not in the file", self.unmatched),
+                             ("ambiguous, not filled", self.ambiguous),
+                             ("not a grade yet, no score written", self.unsettled),
+                             ("warning", self.warnings)):
+            for line in lines:
+                print(f"{title}: {line}", file=sys.stderr)
+        print(done)
+        return 1 if self.unmatched or self.ambiguous else 0
+
+
+class Refused(Exception):
+    """A command that cannot run: said on stderr, exit status 2."""
+
+
+def locked_table(workspace: Path, roster: Path | None = None) -> tuple[list[dict], list[str]]:
+    """:func:`class_table` (rows, learners not on the roster) under the workspace's lock;
+    :class:`Refused` naming what is
+    wrong (no workspace, no roster file, a grading run using it, a bad roster)."""
     workspace = Path(workspace)
     if not workspace.is_dir():
-        print(f"error: no grading workspace at {workspace}", file=sys.stderr)
-        return 2
+        raise Refused(f"no grading workspace at {workspace}")
     if roster is not None and not Path(roster).is_file():
-        print(f"error: no roster file at {roster}", file=sys.stderr)
-        return 2
-    out = Path(out) if out else workspace / "export.csv"
+        raise Refused(f"no roster file at {roster}")
     from filelock import FileLock, Timeout
 
     lock = FileLock(workspace / ".lock")
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        print(f"error: a grading run is using {workspace}; export when it has finished",
-              file=sys.stderr)
-        return 2
+        raise Refused(f"a grading run is using {workspace}; export when it has finished") from None
     try:
-        table, warnings = export(workspace, out, roster)
+        return class_table(workspace, roster)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise Refused(str(exc)) from None
     finally:
         lock.release()
+
+
+def main(workspace: Path, out: Path | None, roster: Path | None) -> int:
+    """``python -m autograder export``: write the file and say what it holds."""
+    try:
+        table, strangers = locked_table(workspace, roster)
+    except Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    warnings = left_out(strangers)
+    out = Path(out) if out else Path(workspace) / "export.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_csv(out, EXPORT_FIELDS, spreadsheet_safe(table))
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     missing = sum(r["status"] == MISSING for r in table)

@@ -1,7 +1,8 @@
 """What a grade depends on, and its digest: a row of ``grades.csv`` is regraded when any
 input that can change it changes, not only the notebook.
 
-The inputs of one submission's grade are: the notebook's bytes, its ``timestamp.txt``, the
+The inputs of one submission's grade are: the notebook's bytes (and those of the other
+notebooks in its folder, when there are any), its ``timestamp.txt``, the
 assignment's due date and the learner's extension in the gradebook, the ``--late-penalty``
 option, the assignment's nbgrader source (``solutions/<id>/<id>.ipynb``: its visible and
 hidden tests and the released notebook generated from it) and the check code the hidden
@@ -71,9 +72,12 @@ def inputs(sub, *, due: str, extension: str, late_penalty: str, source: Path,
     """The inputs of ``sub``'s grade (a :class:`~autograder.grading.submission.Submission`),
     name -> value or digest; the names are said when a row is regraded."""
     timestamp = sub.path.parent / "timestamp.txt" if sub.path else None
-    return {"notebook": sub.sha256, "timestamp": file_digest(timestamp), "due date": due,
-            "extension": extension, "late penalty": late_penalty,
-            "source notebook": file_digest(source), "check code": check_code}
+    values = {"notebook": sub.sha256, "timestamp": file_digest(timestamp), "due date": due,
+              "extension": extension, "late penalty": late_penalty,
+              "source notebook": file_digest(source), "check code": check_code}
+    if sub.others:  # which notebook is graded depends on them too (submission.choose_notebook)
+        values["other notebooks"] = digest({p.name: file_digest(p) for p in sub.others})
+    return values
 
 
 def digest(values: dict[str, str]) -> str:

@@ -27,6 +27,17 @@ def combine(events: dict[Status, str]) -> tuple[Status, str]:
     return status, detail
 
 
+def add_note(row: Row, note: str) -> None:
+    """Put ``note`` (a fact about the submission, such as which of its folder's notebooks
+    was graded) before ``row``'s detail, and keep it in its events for :func:`fill`."""
+    if not note:
+        return
+    events = json.loads(row.events or "{}")
+    events[NOTE] = "; ".join(filter(None, [note, events.get(NOTE, "")]))
+    row.events = json.dumps(events)
+    row.detail = f"{note}; {row.detail}" if row.detail else note
+
+
 def submissions(gb) -> dict[tuple[str, str], object]:
     """Every submission in the gradebook ``gb``, (student id, assignment) -> nbgrader's
     ``SubmittedAssignment``, loaded with what :func:`fill` reads in five queries (nbgrader

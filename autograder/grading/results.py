@@ -34,12 +34,17 @@ class Status(StrEnum):
     INVALID_NOTEBOOK = "invalid-notebook"
     WRONG_ASSIGNMENT = "wrong-assignment"
     MISSING_NOTEBOOK = "missing-notebook"
+    SEVERAL_NOTEBOOKS = "several-notebooks"
+    INVALID_STUDENT_ID = "invalid-student-id"
     UNKNOWN_ASSIGNMENT = "unknown-assignment"
     ERROR = "error"
 
 
+# Statuses decided at the door (:func:`autograder.grading.submission.discover`), again on
+# every run: the folder's name or its notebooks, never a worker's grading.
+AT_THE_DOOR = frozenset({Status.SEVERAL_NOTEBOOKS, Status.INVALID_STUDENT_ID})
 # Statuses whose rows are final for an unchanged file; anything else is retried.
-FINAL = frozenset(Status) - {Status.ERROR, Status.UNKNOWN_ASSIGNMENT}
+FINAL = frozenset(Status) - {Status.ERROR, Status.UNKNOWN_ASSIGNMENT} - AT_THE_DOOR
 # Most notable first: when several things happened to one graded submission, the status
 # column names the most serious one and the detail lists the others.
 PRIORITY = [Status.OUT_OF_MEMORY, Status.KERNEL_DIED, Status.TIMEOUT, Status.TAMPERING,

@@ -20,7 +20,7 @@ from autograder.grading import gradebook, keys
 from autograder.grading.autograde import STAGED
 from autograder.grading.pool import Worker, default_jobs
 from autograder.grading.release import ensure_released, source_notebook, write_config
-from autograder.grading.record import derive, derive_rows
+from autograder.grading.record import add_note, derive, derive_rows
 from autograder.grading.results import (FINAL, GRADES_CSV, Row, Status, load_state, save_rows,
                                         save_state)
 from autograder.grading.submission import Submission, discover
@@ -48,13 +48,23 @@ class ClassRun:
         self.subs = subs
         self.cell_timeout, self.memory_mb, self.late_penalty = cell_timeout, memory_mb, late_penalty
         self.rows = derive_rows(workspace, load_state(workspace))
+        self.notes = {(s.student_id, s.assignment): s.note for s in subs if s.note}
+        present = {(s.student_id, s.assignment) for s in subs}
+        for key in [k for k, r in self.rows.items()  # a refused folder since renamed
+                    if r.status == Status.INVALID_STUDENT_ID and k not in present]:
+            del self.rows[key]
         self.unknown = sorted({s.assignment for s in subs
                                if not source_notebook(s.assignment).is_file()})
-        self.inputs = self._inputs(subs)
+        self.inputs = self._inputs([s for s in subs if not s.refused])
         self.todo: list[Submission] = []
         self.reasons: dict[str, int] = {}  # input name -> rows regraded because it changed
         for s in subs:
             old = self.rows.get((s.student_id, s.assignment))
+            if s.refused:  # at the door (submission.discover): nothing to grade
+                self.rows[(s.student_id, s.assignment)] = Row(
+                    s.student_id, s.assignment, status=s.refused[0], detail=s.refused[1],
+                    submission_sha256=s.sha256)
+                continue
             if s.assignment in self.unknown:
                 self.rows[(s.student_id, s.assignment)] = Row(
                     s.student_id, s.assignment, status=Status.UNKNOWN_ASSIGNMENT,
@@ -104,6 +114,7 @@ class ClassRun:
             values = self.inputs.get(row.key, {})
             row.inputs, row.inputs_sha256 = json.dumps(values), keys.digest(values)
             row.sandbox = "none" if os.environ.get("AUTOGRADER_SANDBOX") == "0" else "bubblewrap"
+            add_note(row, self.notes.get(row.key, ""))
             self.rows[row.key] = row
             start = time.perf_counter()
             save_state(self.workspace, self.rows)  # the durable record: after every row

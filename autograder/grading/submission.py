@@ -10,6 +10,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.grading.ids import id_problem, refusal
 from autograder.grading.integrity import grade_ids, released_cells
 from autograder.grading.results import Status
 from autograder.grading.times import TimeNotRead, submission_time
@@ -25,6 +26,11 @@ class Submission:
     path: Path | None  # the submitted notebook, None when the folder has none
     sha256: str = ""
     converted: bool = False  # an nbformat 3 notebook, upgraded before grading
+    # Decided at the door (discover): the folder's other notebooks, a note for the row
+    # (which one is graded and why), or (status, detail) when none is graded.
+    others: tuple[Path, ...] = ()
+    note: str = ""
+    refused: tuple[Status, str] | None = None
 
     def cell_count(self) -> int:
         """Number of cells (0 when unreadable: the worker reports why)."""
@@ -82,27 +88,85 @@ def sha256(path: Path) -> str:
 def discover(submissions: Path) -> list[Submission]:
     """Submissions laid out as nbgrader's ``<student_id>/<assignment_id>/<assignment_id>.ipynb``.
 
-    A folder without ``<assignment_id>.ipynb`` but with exactly one other notebook (nbgrader
-    zip_collect's ``attempt1.ipynb``, say) is graded from that one.
+    Checked here, once: a student folder whose name nbgrader's tools cannot carry
+    (:func:`autograder.grading.ids.id_problem`) is refused (``invalid-student-id``), and
+    the notebook to grade is chosen by :func:`choose_notebook`.
     """
     found = []
     for student in sorted(p for p in submissions.iterdir() if p.is_dir()):
         for folder in sorted(p for p in student.iterdir() if p.is_dir()):
-            nb = folder / f"{folder.name}.ipynb"
-            if not (nb.is_file() or nb.is_symlink() or nb.exists()):
-                others = sorted(folder.glob("*.ipynb"))
-                nb = others[0] if len(others) == 1 else None
-            sub = Submission(student.name, folder.name, nb)
+            if id_problem(student.name):  # nothing in it is read
+                found.append(Submission(student.name, folder.name, None, refused=(
+                    Status.INVALID_STUDENT_ID, refusal(student.name, str(student)))))
+                continue
+            nb, note, refused = choose_notebook(folder, folder.name)
+            sub = Submission(student.name, folder.name, nb, note=note, refused=refused,
+                             others=tuple(p for p in notebooks_in(folder) if p != nb))
             sub.sha256 = sha256(nb) if nb else ""
             found.append(sub)
     return found
 
 
+def notebooks_in(folder: Path) -> list[Path]:
+    """The notebooks of a submission folder, by name; hidden files (a name starting with
+    ".", such as the ``._`` copies macOS puts in zips) are not the learner's notebooks."""
+    return sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
+
+
+def choose_notebook(folder: Path, assignment: str
+                    ) -> tuple[Path | None, str, tuple[Status, str] | None]:
+    """(the notebook to grade, a note saying why when the folder holds others, None), or
+    (None, "", (``several-notebooks``, detail)) when the instructor must choose.
+
+    ``<assignment>.ipynb`` is graded when present (the notebook nbgrader grades); else a
+    folder's one notebook, whatever its name (nbgrader zip_collect's ``attempt1.ipynb``);
+    else, of several, the one notebook of this assignment (the others named with why
+    not). No notebook: (None, "", None), which pre-validation calls ``missing-notebook``.
+    """
+    named = folder / f"{assignment}.ipynb"
+    found = notebooks_in(folder)
+    others = [p.name for p in found if p.name != named.name]
+    if named.is_file() or named.is_symlink() or named.exists():
+        note = (f"also in the submission folder, not graded: {', '.join(others)} "
+                f"({named.name} is graded, the notebook nbgrader grades)") if others else ""
+        return named, note, None
+    if len(found) <= 1:
+        return (found[0] if found else None), "", None
+    ours = [p for p in found if is_notebook_of(p, assignment)]
+    if len(ours) == 1:
+        rest = ", ".join(p.name for p in found if p != ours[0])
+        return ours[0], (f"{len(found)} notebooks in the submission folder, none named "
+                         f"{named.name}: {ours[0].name} is graded, the only one that is a "
+                         f"notebook of {assignment} (not: {rest})"), None
+    which = (f"{len(ours)} of them are notebooks of {assignment}" if ours else
+             f"none of them is a notebook of {assignment}")
+    return None, "", (Status.SEVERAL_NOTEBOOKS, (
+        f"{len(found)} notebooks in the submission folder and none named {named.name}: "
+        f"{', '.join(others)}; {which}, so none is graded. Keep the one to grade there, "
+        f"or name it {named.name}, and grade again"))
+
+
+def is_notebook_of(path: Path, assignment: str) -> bool:
+    """Whether ``path`` reads as a notebook that pre-validation takes for ``assignment``'s:
+    it has a cell of the assignment and its read-only cells are not another's."""
+    try:
+        nb = nbformat.reads(read_submitted(path).decode("utf-8"), as_version=4)
+        released = set(released_cells(assignment))  # none: an unknown assignment
+    except Exception:  # noqa: BLE001 - unreadable, not JSON, not a notebook: not of it
+        return False
+    return bool(grade_ids(nb) & released) and identify_assignment(nb) in (None, assignment)
+
+
 def prevalidate(sub: Submission) -> tuple[nbformat.NotebookNode | None, tuple[Status, str] | None]:
     """(the submission as an nbformat 4 notebook, None) or (None, (status, detail)) saying
-    why it cannot be graded: missing, empty, not JSON, not a notebook, another assignment."""
+    why it cannot be graded: refused at the door (:func:`discover`), missing, empty, not
+    JSON, not a notebook, another assignment."""
+    if sub.refused:
+        return None, sub.refused
     if sub.path is None:
-        return None, (Status.MISSING_NOTEBOOK, f"no {sub.assignment}.ipynb in the submission folder")
+        return None, (Status.MISSING_NOTEBOOK, (
+            f"no notebook in the submission folder (no {sub.assignment}.ipynb, nor any "
+            "other .ipynb file)"))
     try:
         for folder in (sub.path.parent, sub.path.parent.parent):  # nbgrader's two levels
             if folder.is_symlink():

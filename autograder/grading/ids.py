@@ -1,0 +1,59 @@
+"""Learner ids, checked once, at the door: which folder names nbgrader's tools can carry.
+
+A student id is the name of a submission folder. nbgrader's tools use it raw: formgrader's
+pages build their links by joining it into a URL (``/formgrader/manage_students/`` + id),
+where a browser reads ``\\`` as ``/``, and ``#``, ``?`` and ``%`` as URL syntax; its paths
+join it into folder names and glob patterns (``*``, ``?``, ``[``); its exchange splits
+``student+assignment+time`` on ``+``; its gradebook holds at most 128 characters (a longer
+id fails in PostgreSQL). An id is accepted when formgrader's links lead back to it and
+none of these break: letters and digits (any script), ``.``, ``_``, ``-`` and ``@``, not
+starting with ``.`` or ``-``. Any other folder name is refused with a reason (status
+``invalid-student-id``); it is never renamed, since a renamed id would have to be mapped
+back in every tool and in the export.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+MAX_LENGTH = 128  # nbgrader's Student.id column is String(128)
+ALLOWED_MARKS = "._-@"
+NAMED = {"\\": "a backslash (a Windows domain login DOMAIN\\user?)", "/": "a slash",
+         " ": "a space", "+": "a plus sign (nbgrader's exchange separator)",
+         "%": "a percent sign", "#": "a hash", "?": "a question mark"}
+
+
+def _named(ch: str) -> str:
+    """How a refused character is named in a message: its name and code point."""
+    known = NAMED.get(ch)
+    if known:
+        return known
+    return f"{ch!r} ({unicodedata.name(ch, '') or f'U+{ord(ch):04X}'})"
+
+
+def id_problem(student_id: str) -> str:
+    """"" when ``student_id`` can be a student id for every nbgrader tool; otherwise why
+    not (naming the first offending character), as one phrase."""
+    if not student_id:
+        return "it is empty"
+    if len(student_id) > MAX_LENGTH:
+        return f"it is {len(student_id)} characters long (nbgrader keeps at most {MAX_LENGTH})"
+    if student_id[0] in ".-":
+        return f"it starts with {student_id[0]!r}"
+    for ch in student_id:
+        if not (ch.isalnum() or ch in ALLOWED_MARKS):
+            return f"it holds {_named(ch)}"
+    return ""
+
+
+def _shown(text: str) -> str:
+    return f"'{text}'" if text.isprintable() else repr(text)
+
+
+def refusal(student_id: str, folder: str) -> str:
+    """The ``detail`` of a refused folder: which folder, why, and what to do."""
+    return (f"the folder {_shown(folder)} is not graded: its name {_shown(student_id)} cannot be a "
+            f"student id, since {id_problem(student_id)}; formgrader's links and nbgrader's "
+            f"paths break on it. Rename the folder to letters, digits, '.', '_', '-' or '@' "
+            f"(the name your learning platform's export matches: its login, say) and grade "
+            f"again")
