@@ -74,14 +74,18 @@ class RustcNotFound(RuntimeError):
 
 
 class RustCompileError(Exception):
-    """rustc rejected the source; ``str(error)`` is rustc's message."""
+    """rustc rejected the source; ``str(error)``: its first error in one line (the cell,
+    the line, the message: :func:`headline`), then rustc's messages."""
 
     def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
-        return [f"RustCompileError: rustc could not compile the Rust code:\n\n{self}"]
+        return [f"RustCompileError: rustc could not compile the Rust code: {self}"]
 
 
 class RustPanic(RuntimeError):
     """The Rust function panicked; the message is the panic's, with its file and line."""
+
+    def _render_traceback_(self) -> list[str]:  # the panic's own line, not the glue's frames
+        return [f"{type(self).__name__}: {self}"]
 
 
 class RustNotImplemented(NotImplementedError, RustPanic):
@@ -336,6 +340,38 @@ def _render(stderr: str, glue_file: str) -> str:
     return "\n\n".join(parts)
 
 
+_MISSING_FN = "E0425"  # cannot find a function: in a later cell, the sign of an earlier failure
+
+
+def headline(stderr: str, texts: dict[str, str] | None = None) -> str:
+    """One line for rustc's first error in ``stderr`` (its JSON diagnostics): ``cell
+    <id>, line N: <message> (error[E...])``, N as the notebook numbers the cell's lines
+    (its ``%%rust`` line is line 1) and, from ``texts`` (file name -> text), the code on
+    that line. An error that only misses a function (E0425, an earlier cell's failure
+    showing again) is named only when no other error is. '' when there is no error."""
+    errors = []
+    for line in stderr.splitlines():
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(d, dict) and d.get("level") == "error" and d.get("message") and \
+                not str(d["message"]).startswith("aborting due to"):
+            errors.append(d)
+    if not errors:
+        return ""
+    d = next((e for e in errors if (e.get("code") or {}).get("code") != _MISSING_FN), errors[0])
+    code = (d.get("code") or {}).get("code")
+    spans = [s for s in d.get("spans", []) if s.get("is_primary")] or d.get("spans", [])
+    where = ""
+    if spans and re.fullmatch(r"cell_\w+\.rs", str(spans[0].get("file_name", ""))):
+        name, n = spans[0]["file_name"], int(spans[0].get("line_start", 0))
+        lines = (texts or {}).get(name, "").split("\n")
+        shown = lines[n - 1].strip() if 0 < n <= len(lines) else ""
+        where = f"cell {name[5:-3]}, line {n}" + (f" ({shown[:80]})" if shown else "") + ": "
+    return where + str(d["message"]).splitlines()[0] + (f" (error[{code}])" if code else "")
+
+
 def _compile(files: list[RustSource], functions: list[str]) -> tuple[Path, str]:
     """Compile (or find in the cache) the crate; returns (library path, warnings)."""
     rustc = find_rustc()
@@ -365,7 +401,9 @@ def _compile(files: list[RustSource], functions: list[str]) -> tuple[Path, str]:
                               errors="replace")
         messages = _render(done.stderr, "course_glue.rs")
         if done.returncode != 0 or not (build / "lib.so").is_file():
-            raise RustCompileError(messages or f"rustc exited with status {done.returncode}")
+            first = headline(done.stderr, {f.name: f.text for f in files})
+            raise RustCompileError((f"{first}\n\n" if first else "") + (
+                messages or f"rustc exited with status {done.returncode}"))
         os.replace(build / "lib.so", target)  # atomic: a concurrent build finds a whole file
     return target, messages
 
@@ -548,6 +586,7 @@ class RustCells:
         self.shell = shell
         self.cells: list[RustSource] = []
         self.library: RustLibrary | None = None
+        self.broken: set[str] = set()  # functions whose last cell did not compile
 
     def run(self, line: str, cell: str) -> None:
         """``%%rust``: compile this cell with the earlier ones; bind the graded functions."""
@@ -559,10 +598,18 @@ class RustCells:
                 and c.text != text and c.name != name]
         try:
             library = compile_rust(kept + [RustSource(name, text)])
-        except RustCompileError:
-            for n in names & set(SIGNATURES):  # never leave the old version callable
+        except RustCompileError as exc:
+            for n in names & set(SIGNATURES):  # never leave the old version callable,
                 self.shell.user_ns.pop(n, None)
+            self.cells = kept  # not even by a later cell that calls it
+            self.broken |= names
+            needs = sorted(n for n in self.broken - names if re.search(rf"\b{n}\s*\(", cell))
+            if needs:  # its errors are most likely that cell's, showing again
+                raise RustCompileError(
+                    f"this cell calls {needs[0]}, whose cell above does not compile: fix "
+                    f"that cell first, then run this one again\n\n{exc}") from None
             raise
+        self.broken -= names
         self.cells = kept + [RustSource(name, text)]
         self.library = library
         if library.warnings:

@@ -631,8 +631,16 @@ class Build:
     toolchain: Toolchain | None = None
 
 
-_HEADER = ("your %%rust cells do not compile (cell_<id>.rs is the solution cell <id>, "
-           "line 1 its %%rust line):\n\n")
+_HEADER = "your %%rust cells do not compile"
+_FILES = "(rustc's cell_<id>.rs is your solution cell <id>; line 1 is its %%rust line)"
+
+
+def _compile_error(stderr: str, rc: int, sources: tuple[RustSource, ...]) -> str:
+    """What every call of a crate that does not compile raises: its first error in one
+    line (:func:`autograder.rust.headline`), then rustc's messages."""
+    first = rust.headline(stderr, {f.name: f.text for f in sources})
+    return (f"{_HEADER}: {first}" if first else _HEADER) + f"\n{_FILES}\n\n" + (
+        _messages(stderr, errors_only=True) or f"rustc exited with status {rc}")
 
 
 _LINKER_SAYS = re.compile(r"undefined reference to .*|cannot find -l\S+|multiple definition of .*")
@@ -734,8 +742,7 @@ def _load(result: Build, folder: Path, cached: bool = True) -> Build:
         result.error, result.warnings = None, _messages(plain_err)
     else:
         result.binary = None
-        result.error = _HEADER + (_messages(plain_err, errors_only=True)
-                                  or f"rustc exited with status {plain_rc}")
+        result.error = _compile_error(plain_err, plain_rc, result.sources)
     result.forbid_error = None if forbid_rc == 0 else (
         _messages(forbid_err, errors_only=True) or f"rustc exited with status {forbid_rc}")
     result.cached = cached

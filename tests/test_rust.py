@@ -98,6 +98,10 @@ def test_panic_todo_and_compile_errors_point_at_the_learners_lines():
     with pytest.raises(rust.RustCompileError) as err:
         rust.compile_rust([S("cell_softmax.rs", body.replace("row[5]", "row[5] + 1"))])
     assert "--> cell_softmax.rs:3:" in str(err.value) and "E0277" in str(err.value)
+    # ...and its first line names the cell, the line (as the notebook numbers it) and why
+    assert str(err.value).splitlines()[0] == (
+        "cell softmax, line 3 (let m = row[5] + 1;): cannot add `{integer}` to `f64` "
+        "(error[E0277])"), str(err.value)
     # A changed signature is reported with the one the course calls.
     with pytest.raises(rust.RustCompileError, match=r"(?s)keep it exactly.*fn softmax\(row: &\[f64\]\)"):
         rust.compile_rust([S("cell_softmax.rs", "fn softmax(row: Vec<f64>) -> Result<Vec<f64>, "
@@ -147,6 +151,11 @@ def test_cell_magic_binds_replaces_and_survives_compile_errors():
         assert isinstance(result.error_in_exec, rust.RustCompileError)
         assert "cell_softmax.rs:3:8" in str(result.error_in_exec)
         assert "softmax" not in shell.user_ns
+        # A cell that calls it says so in one line, instead of rustc's "cannot find function"
+        result = shell.run_cell("%%rust\n/// (rows, columns)" + attention)
+        assert str(result.error_in_exec).splitlines()[0] == (
+            "this cell calls softmax, whose cell above does not compile: fix that cell first, "
+            "then run this one again")
         assert shell.run_cell("1 + 1").result == 2  # the shell goes on
     finally:
         InteractiveShell.clear_instance()

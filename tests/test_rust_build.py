@@ -279,6 +279,9 @@ def test_a_compile_error_names_the_cell_and_line_and_every_call_raises_it():
         with pytest.raises(rust.RustCompileError) as err:
             functions[name](*args)
         assert "--> cell_softmax.rs:3:8" in str(err.value) and "E0308" in str(err.value)
+        assert str(err.value).splitlines()[0] == (  # the cell, its line, rustc's message
+            "your %%rust cells do not compile: cell softmax, line 3 (Ok(1)): mismatched "
+            "types (error[E0308])"), str(err.value)
     # A changed signature is reported with the one the course calls.
     built = rust_build.build([S("cell_softmax.rs", "\nfn softmax(row: Vec<f64>) -> Result<"
                                                    "Vec<f64>, String> { Ok(row) }\n")])
