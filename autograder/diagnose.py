@@ -98,6 +98,83 @@ def attention_hint(got, Q, K, V, mask=None, d_model: int | None = None) -> str:
     return ""
 
 
+def _online(Q, K, V, block_size: int, is_causal: bool, rescale_acc: bool = True,
+            start: float = -np.inf) -> np.ndarray:
+    """Tiled attention with the online softmax (top-left causal mask); without
+    ``rescale_acc`` the accumulator is not rescaled when the running maximum grows;
+    ``start``: the running maximum's first value."""
+    T_q, T_k, d_v = Q.shape[0], K.shape[0], V.shape[1]
+    m, l, acc = np.full(T_q, start), np.zeros(T_q), np.zeros((T_q, d_v))
+    with np.errstate(all="ignore"):
+        for start in range(0, T_k, block_size):
+            stop = min(start + block_size, T_k)
+            S = Q @ K[start:stop].T / np.sqrt(Q.shape[1])
+            if is_causal:
+                S = np.where(np.arange(T_q)[:, None] >= np.arange(start, stop), S, -np.inf)
+            m_new = np.maximum(m, S.max(axis=1))
+            safe = np.where(np.isfinite(m_new), m_new, 0.0)
+            alpha = np.exp(m - safe)
+            P = np.exp(S - safe[:, None])
+            l = alpha * l + P.sum(axis=1)
+            acc = (alpha[:, None] * acc if rescale_acc else acc) + P @ V[start:stop]
+            m = m_new
+    out = np.zeros((T_q, d_v))
+    np.divide(acc, l[:, None], out=out, where=l[:, None] > 0)
+    return out
+
+
+def tiled_attention_hint(got, Q, K, V, block_size: int, is_causal: bool) -> str:
+    """Which usual mistake of tiled attention (ex06) the output ``got`` matches, for Q
+    (T_q, d_k), K (T_k, d_k), V (T_k, d_v) in float64, key blocks of ``block_size``.
+
+    Tries, where the inputs can show them: the accumulator not rescaled when the running
+    maximum grows; the last partial key block skipped; a causal mask comparing the query
+    with the key's index inside its block, or aligned bottom-right; then names NaN."""
+    Q, K, V = (np.asarray(x, dtype=np.float64) for x in (Q, K, V))
+    T_q, T_k = Q.shape[0], K.shape[0]
+    scores = Q @ K.T / np.sqrt(Q.shape[1])
+    i, j = np.arange(T_q)[:, None], np.arange(T_k)[None, :]
+
+    def dense(allowed, keys=T_k):
+        s = np.where(allowed, scores, -np.inf)[:, :keys]
+        w = np.where(np.isfinite(s).any(axis=1, keepdims=True), _softmax(s), 0.0)
+        return w @ V[:keys]
+
+    top_left = (j <= i) if is_causal else np.ones((T_q, T_k), dtype=bool)
+    candidates = [(lambda: _online(Q, K, V, block_size, is_causal, start=0.0),
+                   "the running maximum started at 0: scores far below 0 then underflow; "
+                   "start it at -inf")]
+    if T_k > block_size:
+        candidates.append((lambda: _online(Q, K, V, block_size, is_causal, rescale_acc=False),
+                           "the accumulator not rescaled when the running maximum grows: "
+                           "acc must be multiplied by exp(m_old - m_new), as the normaliser is"))
+    if T_k % block_size and T_k > block_size:
+        candidates.append((lambda: dense(top_left, T_k - T_k % block_size),
+                           f"the last partial block of keys skipped: T_k = {T_k} keys in "
+                           f"blocks of {block_size} leave {T_k % block_size} in a last, "
+                           "shorter block"))
+    if is_causal and T_k > block_size:
+        candidates.append((lambda: dense(j % block_size <= i),
+                           "a causal mask that compares the query's position with the key's "
+                           "index inside its block: use the key's position, block start + index"))
+    if is_causal and T_q != T_k:
+        candidates.append((lambda: dense(j <= i + T_k - T_q),
+                           "a bottom-right aligned causal mask: query i sees keys j <= i "
+                           "(top-left), as in exercise 5"))
+    for make, words in candidates:
+        try:
+            if _matches(got, make()):
+                return f"your output matches tiled attention with {words}"
+        except (ValueError, FloatingPointError):
+            continue
+    g = np.asarray(got, dtype=np.float64) if isinstance(got, np.ndarray) else None
+    if g is not None and not np.isfinite(g).all():
+        return ("the output has NaN or infinity: start the running maximum at -inf (not 0), "
+                "take each block's exponentials relative to the running maximum, and give a "
+                "query with no key (a normaliser of 0) a zero row, not 0/0")
+    return ""
+
+
 def positional_encoding_hint(got, T: int, d_model: int, base: float = 10000.0) -> str:
     """Which common layout or exponent mistake a (T, d_model) encoding matches."""
     pos = np.arange(T)[:, None]

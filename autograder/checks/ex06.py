@@ -23,12 +23,13 @@ from typing import Callable
 
 import numpy as np
 
+from autograder import diagnose
 from autograder.checker import Remote
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.memory import peak_call_memory
 from autograder.reference import numpy_attention
 from autograder.testing import call_learner as _call
-from autograder.testing import assert_close, expect_value_error, fail
+from autograder.testing import assert_close, expect_value_error, explain, fail
 
 ASSIGNMENT = "ex06_tiled_attention"
 # float64 tiled and dense attention differ only by the order of a few sums.
@@ -75,7 +76,8 @@ def _compare(tiled: Callable, Q, K, V, block_size: int, is_causal: bool, what: s
     args = (Q.copy(), K.copy(), V.copy())
     got = _call(tiled, *args, block_size=block_size, is_causal=is_causal, what=what)
     _check_output(got, (Q.shape[0], V.shape[1]), what)
-    assert_close(got, dense_attention(Q, K, V, is_causal), what, rtol=RTOL, atol=ATOL)
+    with explain(lambda: diagnose.tiled_attention_hint(got, Q, K, V, block_size, is_causal)):
+        assert_close(got, dense_attention(Q, K, V, is_causal), what, rtol=RTOL, atol=ATOL)
 
 
 def _qkv(rng: np.random.Generator, T_q: int, T_k: int, d_k: int, d_v: int, spread: float = 3.0):
@@ -201,7 +203,9 @@ def no_keys_zero_output(tiled: Callable) -> None:
         got = _call(tiled, Q, np.zeros((0, d_k)), np.zeros((0, d_v)), block_size=2,
                     is_causal=is_causal, what=what)
         _check_output(got, (T_q, d_v), what)
-        assert_close(got, np.zeros((T_q, d_v)), what, atol=0.0)
+        with explain(lambda: diagnose.tiled_attention_hint(got, Q, np.zeros((0, d_k)),
+                                                           np.zeros((0, d_v)), 2, is_causal)):
+            assert_close(got, np.zeros((T_q, d_v)), what, atol=0.0)
 
 
 def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,

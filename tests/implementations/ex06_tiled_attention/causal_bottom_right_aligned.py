@@ -1,6 +1,7 @@
 """Wrong: the causal mask is bottom-right aligned (query i sees keys j <= i + T_k - T_q).
 
 fails: test_causal_rectangular
+hint: a bottom-right aligned causal mask
 """
 # %% tiled_attention
 import numpy as np

@@ -1,6 +1,7 @@
 """Wrong: the causal mask compares query i with the key's index inside its block, not its position.
 
 fails: test_causal, test_causal_rectangular, test_peak_memory_causal
+hint: the key's index inside its block
 """
 # %% tiled_attention
 import numpy as np

@@ -1,6 +1,7 @@
 """Wrong: visits only full blocks, so the last T_k % block_size keys are ignored.
 
 fails: test_any_block_size, test_causal
+hint: the last partial block of keys skipped
 """
 # %% tiled_attention
 import numpy as np

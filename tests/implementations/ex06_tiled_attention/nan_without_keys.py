@@ -1,6 +1,7 @@
 """Wrong: divides by the normaliser everywhere, so a query with no key gets 0/0 = NaN.
 
 fails: test_no_keys_zero_output
+hint: a query with no key (a normaliser of 0) a zero row
 """
 # %% tiled_attention
 import numpy as np

@@ -1,6 +1,7 @@
 """Wrong: rescales the normaliser but not the accumulator when the running maximum grows.
 
 fails: test_worked_example, test_matches_dense, test_any_block_size, test_rectangular, test_causal, test_causal_rectangular, test_stable_large_scores, test_peak_memory, test_peak_memory_causal
+hint: the accumulator not rescaled when the running maximum grows
 """
 # %% tiled_attention
 import numpy as np

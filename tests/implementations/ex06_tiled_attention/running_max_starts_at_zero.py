@@ -1,6 +1,7 @@
 """Wrong: the running maximum starts at 0 instead of -inf, so scores far below 0 underflow.
 
 fails: test_stable_large_scores
+hint: the running maximum started at 0
 """
 # %% tiled_attention
 import numpy as np
