@@ -128,10 +128,12 @@ def _rust_sysroot() -> str | None:
 
 
 # What a kernel of an exercise whose hidden tests run in the checker (autograder.checker)
-# gets of the course package: the launchers, the visible tests' helpers and the client.
+# gets of the course package: the launchers, the visible tests' helpers, the client and the
+# in-notebook check's recorder (its set-up cell loads it).
 # No reference, no check, no answer.
 KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "verdicts.py", "wire.py",
-                "kernel_client.py", "kernel_launch.py", "kernel_zygote.py", "rust.py")
+                "kernel_client.py", "kernel_launch.py", "kernel_zygote.py", "rust.py",
+                "in_notebook.py")
 # What an exercise's released notebook imports beyond those (the helpers it gives).
 KERNEL_EXTRA = {"ex07_transformer": ("transformer_given.py",)}
 

@@ -1,0 +1,163 @@
+"""``%check``: run ``python -m autograder check`` from inside the notebook, on the code as run.
+
+Every exercise's set-up cell loads this IPython extension (``%load_ext
+autograder.in_notebook``): from then on it remembers, per cell, the source the learner last
+ran in this kernel. Its last cell, ``%check``, writes the notebook as it is (the saved file,
+with the sources run this session in their cells) to a temporary folder in the exercise's
+layout, runs the command on it in a subprocess and prints its table, so the verdicts are
+those of the command (the open repository's hidden tests included, through the trusted
+checker).
+
+Cells are known by the id the editor sends with each run: JupyterLab and Jupyter Notebook
+send the notebook's own cell id (``cellId``). VS Code sends ids of its own; there a source
+run replaces the solution cell that defines the same names. The file is found through
+``JPY_SESSION_NAME`` (Jupyter's server) or ``__vsc_ipynb_file__`` (VS Code).
+
+The check never runs where it would check itself: the cell carries the ``skip-execution``
+tag (nbclient, and so ``check`` and ``grade``, skip it), a line magic is left out by the
+course's Python-only runners (the checker's set-up namespace, the standard-library probe,
+the website's in-page check), and the command runs with :data:`GUARD` set, under which
+``%check`` does nothing. This module holds no test, check or answer: a graded kernel loads
+it (:data:`autograder.sandbox.KERNEL_FILES`).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+GUARD = "AUTOGRADER_IN_NOTEBOOK_CHECK"  # set while a check started here runs
+
+
+class NotebookNotFound(Exception):
+    """The notebook's file could not be found; the message says what was tried."""
+
+
+class Recorder:
+    """The source last run of each cell, by the id its editor sent (in run order)."""
+
+    def __init__(self, shell):
+        self.shell = shell
+        self.ran: dict[str, str] = {}
+
+    def pre_run_cell(self, info) -> None:
+        """IPython's ``pre_run_cell`` event: remember ``info``'s source under its cell id."""
+        cell_id = getattr(info, "cell_id", None) or self._parent_cell_id()
+        if cell_id and not info.raw_cell.lstrip().startswith("%check"):
+            self.ran.pop(cell_id, None)  # the latest run goes last
+            self.ran[cell_id] = info.raw_cell
+
+    def _parent_cell_id(self) -> str | None:
+        kernel = getattr(self.shell, "kernel", None)
+        try:
+            return kernel.get_parent().get("metadata", {}).get("cellId")
+        except Exception:  # noqa: BLE001 - no kernel (a terminal IPython): no id
+            return None
+
+
+def find_notebook(shell) -> Path:
+    """The file of the notebook this kernel runs, or :class:`NotebookNotFound`."""
+    tried = []
+    vscode = shell.user_ns.get("__vsc_ipynb_file__")
+    session = os.environ.get("JPY_SESSION_NAME")
+    for what, value in (("VS Code's __vsc_ipynb_file__", vscode),
+                        ("Jupyter's JPY_SESSION_NAME", session)):
+        if not value:
+            tried.append(f"{what} (not set)")
+        elif Path(value).suffix == ".ipynb" and Path(value).is_file():
+            return Path(value)
+        else:
+            tried.append(f"{what} ({value}: no such notebook)")
+    raise NotebookNotFound(
+        "cannot find this notebook's file; tried " + ", ".join(tried) + ". Save the "
+        "notebook and run `python -m autograder check PATH/TO/NOTEBOOK.ipynb` in a terminal.")
+
+
+def _defined(source: str) -> set[str]:
+    """The names ``source`` defines at its top level (none when it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def as_run(nb, ran: dict[str, str]) -> int:
+    """Put the sources run this session into ``nb``'s cells (by id; a source whose id is
+    not the notebook's replaces the solution cell defining the same names). Returns how
+    many cells took a source from this session."""
+    by_id = {c.get("id"): c for c in nb.cells if c.cell_type == "code"}
+    solutions = [c for c in by_id.values()
+                 if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+    taken = set()
+    for cell_id, source in ran.items():
+        cell = by_id.get(cell_id)
+        if cell is None:
+            names = _defined(source)
+            cell = next((c for c in solutions if names & _defined(c.source)), None)
+        if cell is not None:
+            cell.source = source
+            taken.add(id(cell))
+    return len(taken)
+
+
+def run_check(path: Path, ran: dict[str, str], args: list[str]) -> int:
+    """Check ``path`` as run (``ran``) with ``python -m autograder check ARGS``, printing
+    its output as it comes; returns its exit status."""
+    import nbformat
+
+    from autograder.notebook import assignment_of_path
+
+    nb = nbformat.read(path, as_version=4)
+    taken = as_run(nb, ran)
+    name = assignment_of_path(path)
+    print(f"checking {path} as you ran it: {taken} cell(s) as run in this session, the "
+          "others as saved", flush=True)
+    with tempfile.TemporaryDirectory(prefix="autograder-check-") as tmp:
+        folder = Path(tmp) / (name or path.parent.name)
+        folder.mkdir()
+        copy = folder / (f"{name}.ipynb" if name else path.name)
+        nbformat.write(nb, copy)
+        env = dict(os.environ, **{GUARD: "1"})
+        proc = subprocess.Popen([sys.executable, "-m", "autograder", "check", str(copy), *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=env, cwd=folder)
+        for line in proc.stdout:
+            print(line.replace(str(copy), str(path)), end="", flush=True)
+        return proc.wait()
+
+
+def check_magic(shell, recorder: Recorder, line: str) -> None:
+    """``%check [--timeout S] [--visible-only]``: the command's check of this notebook."""
+    if os.environ.get(GUARD):
+        print("%check does nothing here: this notebook is being checked already")
+        return
+    try:
+        path = find_notebook(shell)
+    except NotebookNotFound as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return
+    run_check(path, recorder.ran, shlex.split(line))
+
+
+def load_ipython_extension(shell) -> None:
+    """``%load_ext autograder.in_notebook``: remember each cell's run and define ``%check``."""
+    if getattr(shell, "_autograder_recorder", None) is not None:
+        return  # loaded already (the set-up cell run again)
+    recorder = Recorder(shell)
+    shell._autograder_recorder = recorder
+    shell.events.register("pre_run_cell", recorder.pre_run_cell)
+    shell.register_magic_function(lambda line: check_magic(shell, recorder, line),
+                                  magic_kind="line", magic_name="check")

@@ -1,0 +1,73 @@
+"""The in-notebook check's parts without a browser (autograder.in_notebook): the code as run
+goes into the right cells, a missing notebook is named with what was tried, the check
+cell never runs inside ``check`` or ``grade`` (no recursion), and grading a notebook with
+it scores as without it. JupyterLab itself: tests/test_jupyterlab_check.py."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+from conftest import grade
+from submissions import filled_notebook, write_submission
+
+from autograder import in_notebook
+from autograder.sandbox import sandbox_error
+
+A = "ex01_python_attention"
+
+
+def test_sources_run_go_into_their_cells_by_id_or_by_the_names_they_define():
+    nb = filled_notebook(A, fill_reference=False)
+    ran = {"softmax": "def softmax(row):\n    return row\n",
+           "vscode-notebook-cell:x#W3": "kc2_answer = 'b'\n",
+           "vscode-notebook-cell:x#W9": "unrelated = 1\n"}
+    assert in_notebook.as_run(nb, ran) == 2
+    by_id = {c.id: c.source for c in nb.cells}
+    assert by_id["softmax"] == ran["softmax"] and by_id["kc2"] == "kc2_answer = 'b'\n"
+    assert "unrelated" not in "".join(by_id.values())
+
+
+def test_a_notebook_that_cannot_be_found_is_named_with_what_was_tried(monkeypatch):
+    monkeypatch.setenv("JPY_SESSION_NAME", "/nowhere/ex01.ipynb")
+    with pytest.raises(in_notebook.NotebookNotFound) as err:
+        in_notebook.find_notebook(SimpleNamespace(user_ns={}))
+    text = str(err.value)
+    assert "__vsc_ipynb_file__ (not set)" in text and "/nowhere/ex01.ipynb" in text
+    assert "python -m autograder check" in text
+
+
+def test_check_inside_a_check_does_nothing(monkeypatch, capsys):
+    monkeypatch.setenv(in_notebook.GUARD, "1")
+    in_notebook.check_magic(SimpleNamespace(user_ns={}), in_notebook.Recorder(None), "")
+    assert "does nothing here" in capsys.readouterr().out
+
+
+def test_check_does_not_run_the_check_cell(tmp_path, monkeypatch):
+    from autograder import notebook as nbk
+
+    path = write_submission(tmp_path, "s", A, filled_notebook(A))
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))  # were it run, it would find the file
+    nb = nbformat.read(path, as_version=4)
+    nbk.execute(nb, path.parent, timeout=60)
+    cell = nb.cells[-1]
+    assert cell.id == "check" and cell.outputs == [] and cell.execution_count is None
+    assert nb.cells[1].outputs == []  # the set-up cell loads the extension without a word
+
+
+@pytest.mark.slow
+def test_grading_with_the_check_cell_scores_as_without_it(tmp_path):
+    with_cell = filled_notebook(A)
+    without = filled_notebook(A)
+    without.cells = [c for c in without.cells if c.get("id") != "check"]
+    write_submission(tmp_path / "sub", "with", A, with_cell)
+    write_submission(tmp_path / "sub", "without", A, without)
+    proc, rows, tests = grade(tmp_path / "sub", tmp_path / "ws",
+                              extra=[] if sandbox_error() is None else ["--no-sandbox"])
+    # without it, grading puts the released cell back (status restored-tests), as for any
+    # deleted read-only cell: the same points
+    assert rows["with"]["status"] == "graded", rows["with"]
+    assert float(rows["with"]["score"]) == float(rows["without"]["score"]) == 14
+    points = {s: {t: r["score"] for t, r in per.items()} for s, per in tests.items()}
+    assert points["with"] == points["without"]
