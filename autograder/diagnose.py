@@ -160,7 +160,7 @@ def tiled_attention_hint(got, Q, K, V, block_size: int, is_causal: bool) -> str:
     if is_causal and T_q != T_k:
         candidates.append((lambda: dense(j <= i + T_k - T_q),
                            "a bottom-right aligned causal mask: query i sees keys j <= i "
-                           "(top-left), as in exercise 5"))
+                           "(top-left), as in exercise 6"))
     for make, words in candidates:
         try:
             if _matches(got, make()):

@@ -46,3 +46,45 @@ def test_learner_version_has_no_solutions_or_hidden_tests(assignment):
     text = (EXERCISES / assignment / f"{assignment}.ipynb").read_text(encoding="utf-8")
     assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
     assert "raise NotImplementedError()" in text
+
+
+def _reading_order() -> list[str]:
+    """The exercise ids in the order the book's table of contents lists them."""
+    from conftest import REPO
+
+    toc = (REPO / "_toc.yml").read_text(encoding="utf-8")
+    return [line.split("exercises/")[1].split("/")[0] for line in toc.splitlines()
+            if "file: exercises/" in line]
+
+
+def test_notebooks_number_the_exercises_in_reading_order_and_name_their_chapter():
+    """Exercise N is the N-th exercise of the book (the ids keep theirs), and each notebook
+    names the chapter it practises, as the website's prerequisite does."""
+    import yaml
+    from conftest import REPO
+
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    chapter_of = config["sphinx"]["config"]["course_prerequisites"]
+    order = _reading_order()
+    assert sorted(order) == ASSIGNMENTS
+    for n, a in enumerate(order, start=1):
+        intro = nbformat.read(EXERCISES / a / f"{a}.ipynb", as_version=4).cells[0].source
+        assert intro.startswith(f"# Exercise {n} · "), (a, intro.splitlines()[0])
+        chapter = chapter_of[f"exercises/{a}/{a}"].split("/")[-1]
+        assert f"*Practises chapter {int(chapter[:2])}, [" in intro, a
+        assert f"](../../chapters/{chapter}.md)" in intro and (REPO / "chapters" /
+                                                              f"{chapter}.md").is_file(), a
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_test_cell_states_its_points_where_learners_look(assignment):
+    """The first line of each graded test cell says its points, as nbgrader's metadata."""
+    nb = nbformat.read(EXERCISES / assignment / f"{assignment}.ipynb", as_version=4)
+    tests = [c for c in nb.cells if c.cell_type == "code" and
+             c.metadata.get("nbgrader", {}).get("grade") and
+             not c.metadata["nbgrader"].get("solution")]
+    assert tests
+    for cell in tests:
+        points = float(cell.metadata["nbgrader"]["points"])
+        shown = f"{points:g} point" + ("" if points == 1 else "s")
+        assert cell.source.splitlines()[0] == f"# {shown}", (assignment, cell.source[:60])
