@@ -71,8 +71,8 @@ def test_notebooks_number_the_exercises_in_reading_order_and_name_their_chapter(
         intro = nbformat.read(EXERCISES / a / f"{a}.ipynb", as_version=4).cells[0].source
         assert intro.startswith(f"# Exercise {n} · "), (a, intro.splitlines()[0])
         chapter = chapter_of[f"exercises/{a}/{a}"].split("/")[-1]
-        assert f"*Practises chapter {int(chapter[:2])}, [" in intro, a
-        assert f"](../../chapters/{chapter}.md)" in intro and (REPO / "chapters" /
+        assert f"**Practises chapter {int(chapter[:2])}**, *" in intro, a
+        assert f"(`chapters/{chapter}.md`)" in intro and (REPO / "chapters" /
                                                               f"{chapter}.md").is_file(), a
 
 
