@@ -121,5 +121,6 @@ def apply(
     c.GenerateFeedback.preprocessors = [
         "nbgrader.preprocessors.GetGrades",
         "autograder.nbgrader_plugins.HideTestSource",
+        "autograder.nbgrader_plugins.InertLearnerContent",
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from traitlets import Unicode
 
 from autograder.exercises import trusted
 from autograder.notebook import first_error_line, test_summary
+from autograder.verdicts import is_fixed_cell
 
 
 class HideTestSource(NbGraderPreprocessor):
@@ -33,6 +35,32 @@ class HideTestSource(NbGraderPreprocessor):
                     out["traceback"] = [first_error_line(out)]
                     outputs.append(out)
             cell.outputs = outputs
+        return cell, resources
+
+
+INERT_OUTPUTS = ("text/plain", "image/png", "image/jpeg")  # shown as text or a data image
+_LINK = re.compile(r"!?\[([^\]]*)\]\(([^)]*)\)")
+
+
+class InertLearnerContent(NbGraderPreprocessor):
+    """Feedback pages that run nothing a learner wrote, and load nothing it names.
+
+    The instructor opens the feedback (from the class report) and the learner gets it:
+    a learner's code-cell outputs keep only plain text and PNG or JPEG images (no HTML,
+    JavaScript, SVG or Markdown output), and a Markdown cell the release does not hold (a
+    written answer, a cell the learner added) shows its HTML tags as text and its links
+    and images as their text and address. The release's own cells are unchanged.
+    """
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type == "code":
+            for out in cell.get("outputs", []):
+                if "data" in out:
+                    out["data"] = {k: v for k, v in out["data"].items() if k in INERT_OUTPUTS}
+        elif cell.cell_type == "markdown" and not is_fixed_cell(cell):
+            text = cell.source.replace("<", "&lt;")  # an entity is text, never a tag
+            cell.source = _LINK.sub(lambda m: f"{m.group(1)} ({m.group(2)})", text)
+            cell.pop("attachments", None)
         return cell, resources
 
 

@@ -232,6 +232,18 @@ LABELS = {"pass": "PASS", "fail": "FAIL", "timeout": "TIMEOUT", "notrun": "NOT R
           "partial": "PENDING", "hidden": "PENDING", "manual": "MANUAL", "blank": "BLANK"}
 
 
+# Characters a terminal acts on (C0 and C1 controls but tab and newline, DEL) or that
+# reorder the text on screen (bidirectional overrides and isolates).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` (a learner's: an answer, an error message) safe to print in a terminal: each
+    control or bidirectional-override character shown as its escape, such as ``\\x1b``,
+    so no learner's text clears the screen, forges lines or sets the clipboard."""
+    return _CONTROL.sub(lambda m: ascii(m.group(0))[1:-1], text)
+
+
 def report(rows: list[TestResult], errors: list[tuple[int, str, str]], *,
            whole: bool) -> tuple[list[str], bool]:
     """The lines ``check`` prints after its header: the learner's cells that failed, one
@@ -241,10 +253,10 @@ def report(rows: list[TestResult], errors: list[tuple[int, str, str]], *,
     ``rows``: :func:`results`; ``errors``: :func:`cell_errors`; ``whole``: the hidden tests
     ran too, so only written answers are still pending.
     """
-    lines = [f"error in your cell {name}: {message}" for _, name, message in errors]
+    lines = [f"error in your cell {name}: {printable(message)}" for _, name, message in errors]
     width = max((len(r.name) for r in rows), default=0)
-    lines += [f"{r.name:<{width}}  {r.points:>4g} pt  {LABELS[r.status]:<7}  {r.message}"
-              for r in rows]
+    lines += [f"{printable(r.name):<{width}}  {r.points:>4g} pt  {LABELS[r.status]:<7}  "
+              f"{printable(r.message)}" for r in rows]
     earned = sum(r.points for r in rows if r.earned)
     pending = sum(r.points for r in rows if r.pending)
     lost = sum(r.points for r in rows if r.lost)

@@ -436,3 +436,71 @@ def test_texts_a_spreadsheet_would_run_as_formulas_are_written_as_text():
     assert safe["detail"] == "'@SUM(A1)" and safe["test"] == "'+1+1"
     assert safe["score"] == 1.5 and safe["late_penalty"] == "-2.0"
     assert safe["assignment"] == "ex01_python_attention"
+
+
+def _elements(page: str) -> list[tuple[str, tuple]]:
+    """(tag, attributes) of every element of an HTML page's body."""
+    from html.parser import HTMLParser
+
+    found = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append((tag, tuple(attrs)))
+
+    Collect().feed(page.split("<body", 1)[1])
+    return found
+
+
+def test_feedback_runs_and_loads_nothing_a_learner_wrote():
+    """InertLearnerContent: a learner's HTML output and a Markdown cell with a script, an
+    event handler, an iframe and a remote image render as inert text in the feedback page;
+    the release's own Markdown and a plain-text output stay as they were."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    from autograder.nbgrader_plugins import InertLearnerContent
+
+    released = nbformat.v4.new_markdown_cell("## Question\n\n<b>Derive</b> $a < b$.")
+    released.metadata["nbgrader"] = {"grade_id": "q", "locked": True, "solution": False,
+                                     "grade": False, "schema_version": 3}
+    evil = ("<script>alert(1)</script> <img src=x onerror=alert(2)> "
+            "<iframe src=http://evil.example/f></iframe> ![x](http://evil.example/p.png) "
+            "[here](javascript:alert(3)) $x < y$")
+    code = nbformat.v4.new_code_cell("show()", outputs=[
+        nbformat.v4.new_output("display_data", data={
+            "text/html": "<script>alert(4)</script>", "text/plain": "<IPython.display>",
+            "application/javascript": "alert(5)", "image/svg+xml": "<svg onload=alert(6)/>"}),
+        nbformat.v4.new_output("stream", name="stdout", text="printed <script>\n")])
+    nb = nbformat.v4.new_notebook(cells=[released, nbformat.v4.new_markdown_cell(evil), code])
+    nb, _ = InertLearnerContent().preprocess(nb, {})
+    assert nb.cells[0].source == "## Question\n\n<b>Derive</b> $a < b$."  # the release's own
+    assert nb.cells[2].outputs[0]["data"] == {"text/plain": "<IPython.display>"}
+    elements = _elements(HTMLExporter().from_notebook_node(nb)[0])
+    template = _elements(HTMLExporter().from_notebook_node(nbformat.v4.new_notebook())[0])
+    assert [e for e in elements if e[0] in ("script", "iframe", "style", "svg")] == \
+        [e for e in template if e[0] in ("script", "iframe", "style", "svg")]
+    assert not [e for e in elements if any(k.startswith("on") for k, _ in e[1])]
+    assert not [e for e in elements for k, v in e[1] if v and (  # nothing loads by itself
+        (k == "src" and v.startswith("http")) or v.startswith("javascript"))]
+    assert ("b", ()) in elements  # the release's <b>Derive</b>
+    # the wrong implementation it catches: without the preprocessor the script is live
+    raw = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(evil)])
+    assert ("iframe", (("src", "http://evil.example/f"),)) in \
+        _elements(HTMLExporter().from_notebook_node(raw)[0])
+
+
+def test_a_learner_s_text_reaches_the_terminal_inert():
+    """Escape sequences (clear screen, a window title, OSC 52's clipboard write) and a
+    right-to-left override in a learner's error message or answer are printed as escapes."""
+    from autograder.verdicts import TestResult, printable, report
+
+    evil = "\x1b[2J\x1b[H FAKE: all passed \x1b]0;title\x07\x1b]52;c;aGk=\x07 \u202eevil"
+    shown = printable(evil)
+    assert not [c for c in shown if ord(c) < 32 or 0x7f <= ord(c) <= 0x9f or
+                0x202a <= ord(c) <= 0x202e]
+    assert shown.startswith("\\x1b[2J\\x1b[H FAKE") and shown.endswith("\\u202eevil")
+    assert printable("tab\tand\nnewline, ≤ and é") == "tab\tand\nnewline, ≤ and é"
+    lines, _ = report([TestResult("test_x", 1, "fail", "ValueError: " + evil)],
+                      [(0, "softmax", "RuntimeError: " + evil)], whole=True)
+    assert "\x1b" not in "".join(lines) and "\u202e" not in "".join(lines)

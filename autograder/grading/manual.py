@@ -22,6 +22,7 @@ import nbformat
 from autograder.grading.gradebook import db_url, open_gradebook, shown
 from autograder.grading.gradebook import exists as gradebook_exists
 from autograder.notebook import nbgrader_meta
+from autograder.verdicts import printable
 
 # What each manual score was given for: "student/assignment/cell" -> SHA-256 of the answer
 # as it was scored. nbgrader's autograde marks every scored written answer "needs manual
@@ -225,9 +226,9 @@ def main_list(workspace: Path, assignment: str | None) -> int:
         return 2
     found = answers(workspace, assignment)
     for a in found:
-        print(f"== {a.student_id}  {a.assignment}  {a.cell}  {a.label}"
-              + (f"  comment: {a.comment}" if a.comment else ""))
-        print(a.text.rstrip() or "(blank)")
+        print(printable(f"== {a.student_id}  {a.assignment}  {a.cell}  {a.label}"
+                        + (f"  comment: {a.comment}" if a.comment else "")))
+        print(printable(a.text.rstrip()) or "(blank)")  # the learner's text, inert
         print()
     ungraded = sum(a.score is None and a.needs_grade for a in found)
     review = sum(a.score is not None and a.needs_grade for a in found)
