@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
 import traceback
 from typing import Any
 
@@ -51,7 +52,10 @@ def run_source(source: str, namespace: dict, index: int) -> tuple[str, dict | No
 def _error_output(exc: BaseException, name: str, index: int, source: str) -> dict:
     """An nbformat error output for ``exc``: where in the cell, its line, the error."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == name]
-    if isinstance(exc, SyntaxError) or not frames:  # Python's own text says where
+    if isinstance(exc, SyntaxError) and exc.filename == name:  # where, as other errors say it
+        lines = [f"Cell In[{index}], line {exc.lineno}: {(exc.text or '').strip()}",
+                 f"SyntaxError: {exc.msg}\n"]
+    elif isinstance(exc, SyntaxError) or not frames:  # Python's own text says where
         lines = traceback.format_exception_only(type(exc), exc)
     else:
         lineno = frames[-1].lineno
@@ -59,6 +63,9 @@ def _error_output(exc: BaseException, name: str, index: int, source: str) -> dic
             else ""
         lines = [f"Cell In[{index}], line {lineno}: {code}",
                  *traceback.format_exception_only(type(exc), exc)]
+    if isinstance(exc, ModuleNotFoundError) and exc.name and exc.name not in sys.modules:
+        lines.append("(the page's Python has the standard library and the course's pure-"
+                     "Python files only: run this cell in JupyterLab)")
     return {"output_type": "error", "ename": type(exc).__name__, "evalue": str(exc),
             "traceback": [line.rstrip("\n") for line in lines]}
 
@@ -78,9 +85,10 @@ def run_cells(sources: list[str]) -> dict[str, Any]:
         printed, error = run_source(source, namespace, i)
         if error is not None:
             text = "\n".join(error["traceback"])
-            if i < len(sources):
+            if i < len(sources):  # the page numbers its runnable cells, not Jupyter's In[]
+                text = text.replace(f"Cell In[{i}], ", f"runnable cell {i} of this page, ", 1)
                 return {"stdout": "", "error": f"a cell above this one failed:\n{text}"}
-            return {"stdout": printed, "error": text}
+            return {"stdout": printed, "error": text.replace(f"Cell In[{i}], ", "", 1)}
     return {"stdout": printed if sources else "", "error": ""}
 
 

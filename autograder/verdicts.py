@@ -249,8 +249,9 @@ def report(rows: list[TestResult], errors: list[tuple[int, str, str]], *,
     pending = sum(r.points for r in rows if r.pending)
     lost = sum(r.points for r in rows if r.lost)
     waiting = "written answers" if whole else "hidden tests and written answers"
-    lines.append(f"points: {earned:g} earned, {pending:g} pending ({waiting}, scored when your "
-                 f"instructor grades), {lost:g} lost; {sum(r.points for r in rows):g} in all")
+    why = f" ({waiting}, scored when your instructor grades)" if pending else ""
+    lines.append(f"points: {earned:g} earned, {pending:g} pending{why}, {lost:g} lost; "
+                 f"{sum(r.points for r in rows):g} in all")
     counts = {s: sum(r.status in group for r in rows) for s, group in (
         ("passed", ("pass",)), ("failed", ("fail", "timeout")), ("not run", ("notrun",)),
         ("pending", ("partial", "hidden", "manual", "blank")))}

@@ -75,8 +75,11 @@ def test_a_run_prints_what_the_last_cell_prints_after_the_cells_above():
     assert "ZeroDivisionError: division by zero" in failed["error"]
     broken = run_cells(["print('before')\nraise ValueError('bad row')"])
     assert broken["stdout"] == "before\n" and broken["error"].endswith("ValueError: bad row")
-    assert "Cell In[1], line 2: raise ValueError('bad row')" in broken["error"]
-    assert "'(' was never closed" in run_cells(["print((1)"])["error"]
+    assert broken["error"].startswith("line 2: raise ValueError('bad row')")
+    assert run_cells(["print((1)"])["error"] == "line 1: print((1)\nSyntaxError: '(' was never closed"
+    above = run_cells(["x = 1", "y = x +", "print(x)"])["error"]  # named as the page numbers it
+    assert above.startswith("a cell above this one failed:\nrunnable cell 2 of this page, line 1")
+    assert "standard library" in run_cells(["import no_such_package"])["error"]
     # every run starts afresh: nothing is left from the previous one
     assert "NameError" in run_cells(["print(x)"])["error"]
 

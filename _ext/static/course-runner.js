@@ -6,9 +6,27 @@
   const script = document.currentScript;
   const STATIC = new URL(".", script ? script.src : location.href);
   let worker = null, next = 0;
-  const waiting = new Map();
+  const waiting = new Map();  // request id -> {done, limit timer}
+  const LIMIT_S = 30;  // a run or check still going after this long is stopped (an endless loop?)
+  let loaded = false, loadedBefore = false;  // the runtime is up; it was, before a Stop
 
-  function ask(message) {
+  function finish(id, reply) {
+    const w = waiting.get(id);
+    if (!w) return;
+    clearTimeout(w.timer);
+    waiting.delete(id);
+    w.done(reply);
+  }
+
+  function endAll(error) {
+    if (worker) worker.terminate();
+    worker = null;
+    loadedBefore = loadedBefore || loaded;
+    loaded = false;
+    for (const id of Array.from(waiting.keys())) finish(id, { error });
+  }
+
+  function ask(message, onRunning) {
     if (location.protocol === "file:") {
       return Promise.resolve({ error:
         "Browsers do not run WebAssembly in a page opened from a file. Serve the site's " +
@@ -17,24 +35,41 @@
     }
     if (!worker) {
       worker = new Worker(new URL("course-runner-worker.mjs", STATIC), { type: "module" });
-      worker.onmessage = (e) => { const done = waiting.get(e.data.id); waiting.delete(e.data.id); done(e.data); };
-      worker.onerror = (e) => { for (const done of waiting.values()) done({ error: "the in-page Python stopped: " + (e.message || e) }); waiting.clear(); worker = null; };
+      worker.onmessage = (e) => {
+        if (e.data.loaded) {  // the limit counts the reader's code, never the download
+          loaded = true;
+          for (const w of waiting.values()) w.start();
+          return;
+        }
+        finish(e.data.id, e.data);
+      };
+      worker.onerror = (e) => endAll("the in-page Python stopped: " + (e.message || e));
     }
     const id = ++next;
-    return new Promise((resolve) => { waiting.set(id, resolve); worker.postMessage({ id, ...message }); });
+    return new Promise((resolve) => {
+      const w = { done: resolve, timer: null };
+      w.start = () => {
+        if (w.timer !== null) return;
+        if (onRunning) onRunning();
+        w.timer = setTimeout(() => endAll(
+          "TIMEOUT: still running after " + LIMIT_S + " s, so it was stopped (an endless " +
+          "loop, or one that never ends for some input?). Press the button again to start " +
+          "afresh."), LIMIT_S * 1000);
+      };
+      waiting.set(id, w);
+      if (loaded) w.start();
+      worker.postMessage({ id, ...message });
+    });
   }
 
-  let started = false;  // whether the runtime has loaded once (the first start is slow)
-  function stop() {
-    if (worker) worker.terminate();
-    worker = null;
-    started = false;
-    for (const done of waiting.values()) done({ error: "stopped: the in-page Python was ended; press the button again to start it afresh" });
-    waiting.clear();
+  function stop() {  // ends a run or check in progress (and the runtime with it)
+    if (waiting.size) endAll("stopped: the in-page Python was ended; press the button again to start it afresh");
   }
 
   function busy(what) {
-    return started ? what + "…" : what + "… (loading Python into this page, about 13 MB, the first time only)";
+    if (loaded) return what + "…";
+    return what + (loadedBefore ? "… (restarting Python in this page)"
+      : "… (loading Python into this page, about 13 MB, once per visit)");
   }
 
   function editor(cell, label) {
@@ -97,8 +132,8 @@
     const run = async () => {
       const t0 = performance.now();
       show(out, busy("running"));
-      const reply = await ask({ kind: "run", sources: editors.slice(0, i + 1).map((e) => e.value) });
-      started = !reply.error || !reply.error.startsWith("stopped");
+      const reply = await ask({ kind: "run", sources: editors.slice(0, i + 1).map((e) => e.value) },
+                              () => show(out, "running your code…"));
       if (built) built.hidden = true;
       show(out, (reply.stdout || "") + (reply.error ? reply.error : ""), !!reply.error);
       out.dataset.ms = String(Math.round(performance.now() - t0));
@@ -156,8 +191,8 @@
   };
   add("Check", async () => {
     show(result, busy("checking"));
-    const reply = await ask({ kind: "check", code: current() });
-    started = !reply.error || !reply.error.startsWith("stopped");
+    const reply = await ask({ kind: "check", code: current() },
+                            () => show(result, "checking your code…"));
     show(result, reply.error ? reply.error : reply.lines.join("\n"), reply.error || reply.failed);
   });
   add("Stop", stop);
