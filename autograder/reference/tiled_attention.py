@@ -97,19 +97,20 @@ def tiled_attention(Q, K, V, block_size: int = 64, is_causal: bool = False) -> n
     end = min(T_k, T_q) if is_causal else T_k
     for start in range(0, end, block_size):
         stop = min(start + block_size, T_k)
-        S = Qs @ K[start:stop].T  # (T_q, block) scores of this block
+        scores = Qs @ K[start:stop].T  # (T_q, block): this block's columns of S
         if is_causal:
             # query i may see key j <= i; the block's keys are start .. stop - 1
-            S[rows < np.arange(start, stop)] = -np.inf
-        m_new = np.maximum(m, S.max(axis=1))
+            scores[rows < np.arange(start, stop)] = -np.inf
+        m_new = np.maximum(m, scores.max(axis=1))
         # A row that has seen only masked scores so far keeps m = -inf; subtract 0 there so
         # that exp(-inf - (-inf)) = NaN never happens (its exp terms are all exp(-inf) = 0).
         shift = np.where(np.isfinite(m_new), m_new, 0.0)
         alpha = np.exp(m - shift)  # exp(m - m'): rescales the old sums; 0 when m = -inf
-        P = np.exp(S - shift[:, None], out=S)  # (T_q, block), reuses the scores' memory
-        l = alpha * l + P.sum(axis=1)
+        # (T_q, block) terms exp(s_j - m'), not yet normalised; reuses the scores' memory
+        terms = np.exp(scores - shift[:, None], out=scores)
+        l = alpha * l + terms.sum(axis=1)
         acc *= alpha[:, None]
-        acc += P @ V[start:stop]
+        acc += terms @ V[start:stop]
         m = m_new
 
     out = np.zeros_like(acc)

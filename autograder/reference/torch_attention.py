@@ -13,7 +13,7 @@ with the course's conventions (the grading contract, `contract.md` in the book):
   :func:`torch.nn.functional.scaled_dot_product_attention`); a float mask is added to the
   scores;
 - ``is_causal=True`` lets query ``i`` see keys ``0..i`` (top-left aligned, the lower
-  triangle of a (L, S) matrix of ones, as torch does when L != S);
+  triangle of a (T_q, T_k) matrix of ones, as torch does when T_q != T_k);
 - a query row with no key to attend to gets zero weights and a zero output, never NaN
   (as :func:`torch.nn.functional.scaled_dot_product_attention` does in the pinned torch,
   2.13; :class:`torch.nn.MultiheadAttention` and a plain masked softmax return NaN there);
@@ -42,25 +42,25 @@ def scaled_dot_product_attention(
     """Scaled dot-product attention (Vaswani et al. 2017, eq. 1), as torch's F.sdpa without dropout.
 
     Args:
-        query: (..., L, E) floating tensor of queries (E = d_k).
-        key: (..., S, E) keys, same dtype and device as ``query``.
-        value: (..., S, E_v) values (E_v = d_v), same dtype and device as ``query``.
+        query: (..., T_q, d_k) floating tensor of queries.
+        key: (..., T_k, d_k) keys, same dtype and device as ``query``.
+        value: (..., T_k, d_v) values, same dtype and device as ``query``.
             The leading batch dimensions of the three tensors broadcast.
-        attn_mask: optional mask broadcastable to (..., L, S): boolean (True = may attend)
+        attn_mask: optional mask broadcastable to (..., T_q, T_k): boolean (True = may attend)
             or floating (added to the scores; use ``-inf`` to forbid a key).
         is_causal: if True, query ``i`` may attend to keys ``0..i`` only (top-left aligned:
-            the lower triangle of an (L, S) matrix of ones). Cannot be combined with
+            the lower triangle of a (T_q, T_k) matrix of ones). Cannot be combined with
             ``attn_mask``.
 
     Returns:
-        The output (..., L, E_v) in the dtype of ``query`` on its device. Rows whose query
+        The output (..., T_q, d_v) in the dtype of ``query`` on its device. Rows whose query
         may attend to no key are zero. Half-precision inputs are computed in float32.
 
     Raises:
         ValueError: if an input is not a floating tensor with at least 2 dimensions, if dtypes
-            or devices differ, if ``query`` and ``key`` have different E, if ``key`` and
-            ``value`` have different S, if the batch dimensions do not broadcast, if
-            ``attn_mask`` is not boolean or floating or does not broadcast to (..., L, S),
+            or devices differ, if ``query`` and ``key`` have different d_k, if ``key`` and
+            ``value`` have different T_k, if the batch dimensions do not broadcast, if
+            ``attn_mask`` is not boolean or floating or does not broadcast to (..., T_q, T_k),
             or if both ``attn_mask`` and ``is_causal`` are given.
     """
     for name, t in (("query", query), ("key", key), ("value", value)):
@@ -80,16 +80,16 @@ def scaled_dot_product_attention(
             f"query, key and value must be on one device, got {query.device}, {key.device}, "
             f"{value.device}"
         )
-    L, E = query.shape[-2:]
-    S = key.shape[-2]
-    if key.shape[-1] != E:
+    T_q, d_k = query.shape[-2:]
+    T_k = key.shape[-2]
+    if key.shape[-1] != d_k:
         raise ValueError(
-            f"query has d_k = {E} (shape {tuple(query.shape)}) but key has d_k = "
+            f"query has d_k = {d_k} (shape {tuple(query.shape)}) but key has d_k = "
             f"{key.shape[-1]} (shape {tuple(key.shape)})"
         )
-    if value.shape[-2] != S:
+    if value.shape[-2] != T_k:  # "S": T_k's name in exercise 5 and PyTorch's documentation
         raise ValueError(
-            f"key has S = {S} positions (shape {tuple(key.shape)}) but value has "
+            f"key has S = {T_k} positions (shape {tuple(key.shape)}) but value has "
             f"{value.shape[-2]} (shape {tuple(value.shape)})"
         )
     try:
@@ -107,16 +107,16 @@ def scaled_dot_product_attention(
         if attn_mask.dtype != torch.bool and not attn_mask.is_floating_point():
             raise ValueError(f"attn_mask must be boolean or floating, got dtype {attn_mask.dtype}")
         try:
-            torch.broadcast_shapes(attn_mask.shape, (*batch, L, S))
+            torch.broadcast_shapes(attn_mask.shape, (*batch, T_q, T_k))
         except RuntimeError:
             raise ValueError(
                 f"attn_mask of shape {tuple(attn_mask.shape)} does not broadcast to the "
-                f"scores' shape {(*batch, L, S)}"
+                f"scores' shape {(*batch, T_q, T_k)}"
             ) from None
-        if torch.broadcast_shapes(attn_mask.shape, (*batch, L, S)) != (*batch, L, S):
+        if torch.broadcast_shapes(attn_mask.shape, (*batch, T_q, T_k)) != (*batch, T_q, T_k):
             raise ValueError(
                 f"attn_mask of shape {tuple(attn_mask.shape)} would enlarge the scores' shape "
-                f"{(*batch, L, S)}"
+                f"{(*batch, T_q, T_k)}"
             )
         attn_mask = attn_mask.to(query.device)
 
@@ -124,9 +124,9 @@ def scaled_dot_product_attention(
     compute = torch.float32 if dtype in _HALF_DTYPES else dtype
     q, k, v = query.to(compute), key.to(compute), value.to(compute)
 
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(E))  # (..., L, S)
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d_k))  # (..., T_q, T_k)
     if is_causal:
-        attn_mask = torch.ones(L, S, dtype=torch.bool, device=query.device).tril()
+        attn_mask = torch.ones(T_q, T_k, dtype=torch.bool, device=query.device).tril()
     if attn_mask is not None:
         if attn_mask.dtype == torch.bool:
             scores = scores.masked_fill(~attn_mask, float("-inf"))
@@ -197,15 +197,15 @@ class MultiHeadAttention(nn.Module):
         """Attend from ``query`` to ``key``/``value`` with ``num_heads`` heads.
 
         Args:
-            query: (B, L, d_model).
-            key: (B, S, d_model); defaults to ``query`` (self-attention).
-            value: (B, S, d_model); defaults to ``key`` when given, else ``query``.
+            query: (B, T_q, d_model).
+            key: (B, T_k, d_model); defaults to ``query`` (self-attention).
+            value: (B, T_k, d_model); defaults to ``key`` when given, else ``query``.
             attn_mask: boolean (True = may attend) or float (added to the scores) mask of
-                shape (L, S), (B, 1, L, S) or (B, num_heads, L, S).
+                shape (T_q, T_k), (B, 1, T_q, T_k) or (B, num_heads, T_q, T_k).
             is_causal: if True, query ``i`` attends to keys ``0..i`` (top-left aligned).
 
         Returns:
-            (B, L, d_model), in the dtype and on the device of ``query``; query rows that
+            (B, T_q, d_model), in the dtype and on the device of ``query``; query rows that
             may attend to no key get the output projection of a zero vector (its bias).
 
         Raises:
@@ -221,17 +221,17 @@ class MultiHeadAttention(nn.Module):
             if not isinstance(t, torch.Tensor) or t.dim() != 3 or t.shape[-1] != self.d_model:
                 shape = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
                 raise ValueError(f"{name} must have shape (B, T, {self.d_model}), got {shape}")
-        B, L, _ = query.shape
-        S = key.shape[1]
+        B, T_q, _ = query.shape
+        T_k = key.shape[1]
         if key.shape[0] != B or value.shape[0] != B:
             raise ValueError(
                 f"batch sizes differ: query {tuple(query.shape)}, key {tuple(key.shape)}, "
                 f"value {tuple(value.shape)}"
             )
-        if value.shape[1] != S:
-            raise ValueError(f"key has S = {S} positions but value has {value.shape[1]}")
+        if value.shape[1] != T_k:  # "S": T_k's name in exercise 5 and PyTorch's documentation
+            raise ValueError(f"key has S = {T_k} positions but value has {value.shape[1]}")
         if attn_mask is not None:
-            allowed = [(L, S), (B, 1, L, S), (B, self.num_heads, L, S)]
+            allowed = [(T_q, T_k), (B, 1, T_q, T_k), (B, self.num_heads, T_q, T_k)]
             if not isinstance(attn_mask, torch.Tensor) or tuple(attn_mask.shape) not in allowed:
                 shape = (
                     tuple(attn_mask.shape)
@@ -242,11 +242,11 @@ class MultiHeadAttention(nn.Module):
                     f"attn_mask must have shape {' or '.join(map(str, allowed))}, got {shape}"
                 )
 
-        Q = self._split_heads(self.q_proj(query))  # (B, num_heads, L, d_k)
-        K = self._split_heads(self.k_proj(key))  # (B, num_heads, S, d_k)
-        V = self._split_heads(self.v_proj(value))  # (B, num_heads, S, d_k)
+        Q = self._split_heads(self.q_proj(query))  # (B, num_heads, T_q, d_k)
+        K = self._split_heads(self.k_proj(key))  # (B, num_heads, T_k, d_k)
+        V = self._split_heads(self.v_proj(value))  # (B, num_heads, T_k, d_k)
         heads = scaled_dot_product_attention(Q, K, V, attn_mask=attn_mask, is_causal=is_causal)
-        merged = heads.transpose(1, 2).reshape(B, L, self.d_model)  # (B, L, d_model)
+        merged = heads.transpose(1, 2).reshape(B, T_q, self.d_model)  # (B, T_q, d_model)
         return self.out_proj(merged)
 
 

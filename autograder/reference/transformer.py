@@ -163,9 +163,9 @@ class DecoderBlock(nn.Module):
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor,
                 memory_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x: (B, T, d_model), memory: (B, S, d_model) -> (B, T, d_model).
+        """x: (B, T, d_model), memory: (B, T_src, d_model) -> (B, T, d_model).
 
-        ``memory_mask`` (T, S), boolean, True = may attend, restricts the cross-attention
+        ``memory_mask`` (T, T_src), boolean, True = may attend, restricts the cross-attention
         (for example to hide padding of the source).
         """
         def self_attention(h):
@@ -197,7 +197,7 @@ class Encoder(nn.Module):
         self.norm = nn.LayerNorm(d_model)
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x: (B, S, d_model) -> memory (B, S, d_model)."""
+        """x: (B, T_src, d_model) -> memory (B, T_src, d_model)."""
         for layer in self.layers:
             x = layer(x, attn_mask=attn_mask)
         return self.norm(x)
@@ -216,7 +216,7 @@ class Decoder(nn.Module):
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor,
                 memory_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x: (B, T, d_model), memory: (B, S, d_model) -> (B, T, d_model)."""
+        """x: (B, T, d_model), memory: (B, T_src, d_model) -> (B, T, d_model)."""
         for layer in self.layers:
             x = layer(x, memory, memory_mask=memory_mask)
         return self.norm(x)
@@ -253,7 +253,7 @@ class Transformer(nn.Module):
     """The encoder-decoder Transformer of Vaswani et al. (2017), figure 1, in miniature.
 
     ``forward(src, tgt)`` returns the logits of the next target token at every target
-    position: src (B, S) and tgt (B, T) integer tokens -> (B, T, tgt_vocab_size).
+    position: src (B, T_src) and tgt (B, T) integer tokens -> (B, T, tgt_vocab_size).
 
     Args:
         src_vocab_size, tgt_vocab_size: vocabulary sizes.
@@ -277,15 +277,15 @@ class Transformer(nn.Module):
         self.out_proj = nn.Linear(d_model, tgt_vocab_size)
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:
-        """src (B, S) -> memory (B, S, d_model)."""
+        """src (B, T_src) -> memory (B, T_src, d_model)."""
         return self.encoder(self.src_embed(src))
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
-        """tgt (B, T), memory (B, S, d_model) -> logits (B, T, tgt_vocab_size)."""
+        """tgt (B, T), memory (B, T_src, d_model) -> logits (B, T, tgt_vocab_size)."""
         return self.out_proj(self.decoder(self.tgt_embed(tgt), memory))
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-        """src (B, S), tgt (B, T) -> logits (B, T, tgt_vocab_size)."""
+        """src (B, T_src), tgt (B, T) -> logits (B, T, tgt_vocab_size)."""
         return self.decode(tgt, self.encode(src))
 
 
