@@ -42,7 +42,7 @@ def _rows(stdout: str) -> dict[str, str]:
 
 
 def _points(stdout: str) -> tuple[float, float, float]:
-    m = re.search(r"points: ([\d.]+) earned, ([\d.]+) pending .*, ([\d.]+) lost", stdout)
+    m = re.search(r"points: ([\d.]+) earned, ([\d.]+) pending.*?, ([\d.]+) lost", stdout)
     assert m, stdout
     return tuple(float(x) for x in m.groups())
 
