@@ -256,3 +256,54 @@ def test_moodle_refuses_a_field_it_does_not_import_by(workspace, tmp_path, capsy
                      "--roster", str(roster), "--out", str(tmp_path / "m.csv")]) == 2
     assert "has no 'email' column (it has 'student_id', 'name')" in capsys.readouterr().err
     assert not (tmp_path / "m.csv").exists()
+
+
+ODD = ["DOMAIN\\user", "a b", ".hidden", "-dash", "x" * 129]  # folders the door refuses
+
+
+@pytest.fixture(scope="module")
+def odd_workspace(workspace, tmp_path_factory):
+    """The workspace, plus exA rows of folders whose names cannot be student ids and of
+    gina's folder with several notebooks (as the door records them)."""
+    import shutil
+
+    from autograder.grading import ids
+    from autograder.grading.results import load_state
+
+    ws = tmp_path_factory.mktemp("odd") / "ws"
+    shutil.copytree(workspace, ws)
+    rows = load_state(ws)
+    for folder in ODD:
+        rows[(folder, "exA")] = Row(folder, "exA", status=Status.INVALID_STUDENT_ID,
+                                    detail=ids.refusal(folder, f"submitted/{folder}"))
+    rows[("gina", "exA")] = Row("gina", "exA", status=Status.SEVERAL_NOTEBOOKS,
+                                detail="a.ipynb, b.ipynb; 2 of them are notebooks")
+    save_state(ws, rows)
+    return ws
+
+
+def test_moodle_leaves_out_folders_that_cannot_be_learners(odd_workspace, tmp_path, capsys):
+    code, err, rows = _moodle(odd_workspace, tmp_path, capsys, "--moodle", "username")
+    assert [r[0] for r in rows] == ["username", "alice", "bob", "carol", "dave", "erin", "gina"]
+    assert rows[-1] == ["gina", "", "0"]  # several notebooks: no grade yet; exB missing: 0
+    lines = err.err.splitlines()
+    for folder in ODD:
+        assert any(ln.startswith(f"unmatched, not in the file: {folder!r}: not a student id (")
+                   for ln in lines), (folder, lines)
+    assert code == 1
+
+
+def test_moodle_never_writes_a_value_that_starts_as_a_formula(workspace, tmp_path, capsys):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student_id,idnumber\nalice,=1+2\nbob,+1-2\ncarol,-cmd\n"
+                      "dave,@SUM(1)\nerin,S005\n")
+    code, err, rows = _moodle(workspace, tmp_path, capsys, "--moodle", "idnumber",
+                              "--roster", str(roster))
+    assert rows == [["idnumber", "exA", "exB"], ["S005", "2", "0"]]
+    assert code == 1
+    lines = err.err.splitlines()
+    for student, value in (("alice", "=1+2"), ("bob", "+1-2"), ("carol", "-cmd"),
+                           ("dave", "@SUM(1)")):
+        assert (f"unmatched, not in the file: {student!r}: its idnumber {value!r} starts "
+                f"with {value[0]!r}, which a spreadsheet reads as a formula; left out (never "
+                "written as it is, never altered)") in lines, lines
