@@ -122,8 +122,9 @@ def test_canvas_changes_only_the_assignment_cells_of_matched_learners(canvas_run
     assert new[8][0][4] == '"Section B"'
     changed = {(i, j) for i, ((a, _), (b, _)) in enumerate(zip(old, new))
                for j, (x, y) in enumerate(zip(a, b)) if x != y}
-    # alice, bob, carol (exA), frank, the test student; exA and Exercise B (columns 6, 7)
-    assert changed == {(2, 6), (2, 7), (3, 6), (3, 7), (4, 6), (8, 6), (8, 7), (9, 6), (9, 7)}
+    # alice, bob, carol (exA), frank; exA and Exercise B (columns 6, 7). Not the test
+    # student's row (no SIS id: no learner of the grader's)
+    assert changed == {(2, 6), (2, 7), (3, 6), (3, 7), (4, 6), (8, 6), (8, 7)}
     assert len(new) == len(old) and all(len(a) == len(b) for (a, _), (b, _) in zip(old, new))
 
 
@@ -143,7 +144,7 @@ def test_canvas_scores_are_those_of_grades_csv(canvas_run, workspace):
     assert grades[("carol", "exA")] == (0.0, "invalid-notebook")
     assert (filled["frank"]["exA (1201)"], filled["frank"]["Exercise B (1202)"]) == ("0", "0")
     assert filled["alice"]["exA (1201)"] == "5" and filled["alice"]["Exercise B (1202)"] == "4"
-    for login in ("DAVE", "erin", "ewhite2"):  # unmatched or ambiguous: untouched
+    for login in ("DAVE", "erin", "ewhite2", ""):  # unmatched, ambiguous, no SIS id: untouched
         assert (filled[login]["exA (1201)"], filled[login]["Exercise B (1202)"]) == ("", "")
 
 
@@ -160,7 +161,9 @@ def test_canvas_lists_the_unmatched_and_the_ambiguous(canvas_run):
             in lines)
     assert ("warning: assignment exA: Canvas has 5 points possible, the grader's maximum is "
             "5") not in err.err
-    assert err.out.strip() == f"9 cell(s) filled (4 missing: 0) in {out}"
+    assert ("warning: row 'Student, Test' (ID 108) has no SIS User ID or SIS Login ID: left "
+            "as it was") in lines
+    assert err.out.strip() == f"7 cell(s) filled (2 missing: 0) in {out}"
 
 
 def test_canvas_refuses_what_it_cannot_fill_and_writes_nothing(workspace, tmp_path, capsys):
