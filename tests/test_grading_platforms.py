@@ -310,3 +310,20 @@ def test_moodle_never_writes_a_value_that_starts_as_a_formula(workspace, tmp_pat
         assert (f"unmatched, not in the file: {student!r}: its idnumber {value!r} starts "
                 f"with {value[0]!r}, which a spreadsheet reads as a formula; left out (never "
                 "written as it is, never altered)") in lines, lines
+
+
+def test_grades_csv_and_the_export_give_the_same_maximum(odd_workspace, tmp_path, capsys):
+    out = tmp_path / "export.csv"
+    assert cli.main(["export", "--workspace", str(odd_workspace), "--out", str(out)]) == 0
+    capsys.readouterr()
+    with out.open(encoding="utf-8") as f:
+        exported = {(r["student_id"], r["assignment"]): r["max_score"] for r in csv.DictReader(f)}
+    with (odd_workspace / "grades.csv").open(encoding="utf-8") as f:
+        graded = {(r["student_id"], r["assignment"]): r["max_score"] for r in csv.DictReader(f)}
+    for folder in ODD:  # escaped alike in both files where a spreadsheet would run it
+        key = next(k for k in graded if k[0].lstrip("'") == folder)
+        assert float(graded[key]) == float(exported[key]) == 5.0, (folder, graded[key])
+    assert float(graded[("gina", "exA")]) == float(exported[("gina", "exA")]) == 5.0
+    assert float(graded[("carol", "exA")]) == float(exported[("carol", "exA")]) == 5.0
+    assert {k: float(v) for k, v in graded.items()} == {
+        k: float(v) for k, v in exported.items() if k in graded}
