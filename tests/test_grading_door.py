@@ -29,7 +29,9 @@ REFUSED = {"DOMAIN\\user": "a backslash", "a/b": "a slash", "a b": "a space",
            "a+b": "a plus sign", "a%41": "a percent sign", "a#b": "a hash",
            "a?b": "a question mark", "a*b": "ASTERISK", "..": "starts with '.'",
            "-rf": "starts with '-'", "x" * 129: "129 characters", "a\tb": "U+0009",
-           "a<b": "LESS-THAN SIGN", "a\"b": "QUOTATION MARK"}
+           "a<b": "LESS-THAN SIGN", "a\"b": "QUOTATION MARK",
+           "@A1": "starts with '@' (a spreadsheet reads the id as a formula",
+           "=1+2": "starts with '='", "+1-2": "starts with '+'"}
 
 
 @pytest.mark.parametrize("student_id", ACCEPTED)
@@ -40,6 +42,16 @@ def test_an_accepted_id_has_no_problem(student_id):
 @pytest.mark.parametrize("student_id,why", sorted(REFUSED.items()))
 def test_a_refused_id_is_named_with_its_character(student_id, why):
     assert why in ids.id_problem(student_id)
+
+
+@pytest.mark.parametrize("start", list("=+-@\t\r"))
+def test_no_accepted_id_starts_as_a_spreadsheet_formula(start):
+    """An id a spreadsheet reads as a formula would need escaping in every CSV file, and an
+    escaped id (``'@A1``) is one no platform matches: refused at the door instead."""
+    problem = ids.id_problem(start + "A1")
+    assert problem.startswith(f"it starts with {start!r} (a spreadsheet reads the id as a "
+                              "formula"), problem
+    assert ids.id_problem("a@A1") == "" and ids.id_problem("A1-") == ""
 
 
 def _browser_paths(hrefs: list[str]) -> list[str]:

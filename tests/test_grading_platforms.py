@@ -122,8 +122,9 @@ def test_canvas_changes_only_the_assignment_cells_of_matched_learners(canvas_run
     assert new[8][0][4] == '"Section B"'
     changed = {(i, j) for i, ((a, _), (b, _)) in enumerate(zip(old, new))
                for j, (x, y) in enumerate(zip(a, b)) if x != y}
-    # alice, bob, carol (exA), frank, the test student; exA and Exercise B (columns 6, 7)
-    assert changed == {(2, 6), (2, 7), (3, 6), (3, 7), (4, 6), (8, 6), (8, 7), (9, 6), (9, 7)}
+    # alice, bob, carol (exA), frank; exA and Exercise B (columns 6, 7). Not the test
+    # student's row (no SIS id: no learner of the grader's)
+    assert changed == {(2, 6), (2, 7), (3, 6), (3, 7), (4, 6), (8, 6), (8, 7)}
     assert len(new) == len(old) and all(len(a) == len(b) for (a, _), (b, _) in zip(old, new))
 
 
@@ -143,7 +144,7 @@ def test_canvas_scores_are_those_of_grades_csv(canvas_run, workspace):
     assert grades[("carol", "exA")] == (0.0, "invalid-notebook")
     assert (filled["frank"]["exA (1201)"], filled["frank"]["Exercise B (1202)"]) == ("0", "0")
     assert filled["alice"]["exA (1201)"] == "5" and filled["alice"]["Exercise B (1202)"] == "4"
-    for login in ("DAVE", "erin", "ewhite2"):  # unmatched or ambiguous: untouched
+    for login in ("DAVE", "erin", "ewhite2", ""):  # unmatched, ambiguous, no SIS id: untouched
         assert (filled[login]["exA (1201)"], filled[login]["Exercise B (1202)"]) == ("", "")
 
 
@@ -160,7 +161,9 @@ def test_canvas_lists_the_unmatched_and_the_ambiguous(canvas_run):
             in lines)
     assert ("warning: assignment exA: Canvas has 5 points possible, the grader's maximum is "
             "5") not in err.err
-    assert err.out.strip() == f"9 cell(s) filled (4 missing: 0) in {out}"
+    assert ("warning: row 'Student, Test' (ID 108) has no SIS User ID or SIS Login ID: left "
+            "as it was") in lines
+    assert err.out.strip() == f"7 cell(s) filled (2 missing: 0) in {out}"
 
 
 def test_canvas_refuses_what_it_cannot_fill_and_writes_nothing(workspace, tmp_path, capsys):
@@ -256,3 +259,71 @@ def test_moodle_refuses_a_field_it_does_not_import_by(workspace, tmp_path, capsy
                      "--roster", str(roster), "--out", str(tmp_path / "m.csv")]) == 2
     assert "has no 'email' column (it has 'student_id', 'name')" in capsys.readouterr().err
     assert not (tmp_path / "m.csv").exists()
+
+
+ODD = ["DOMAIN\\user", "a b", ".hidden", "-dash", "x" * 129]  # folders the door refuses
+
+
+@pytest.fixture(scope="module")
+def odd_workspace(workspace, tmp_path_factory):
+    """The workspace, plus exA rows of folders whose names cannot be student ids and of
+    gina's folder with several notebooks (as the door records them)."""
+    import shutil
+
+    from autograder.grading import ids
+    from autograder.grading.results import load_state
+
+    ws = tmp_path_factory.mktemp("odd") / "ws"
+    shutil.copytree(workspace, ws)
+    rows = load_state(ws)
+    for folder in ODD:
+        rows[(folder, "exA")] = Row(folder, "exA", status=Status.INVALID_STUDENT_ID,
+                                    detail=ids.refusal(folder, f"submitted/{folder}"))
+    rows[("gina", "exA")] = Row("gina", "exA", status=Status.SEVERAL_NOTEBOOKS,
+                                detail="a.ipynb, b.ipynb; 2 of them are notebooks")
+    save_state(ws, rows)
+    return ws
+
+
+def test_moodle_leaves_out_folders_that_cannot_be_learners(odd_workspace, tmp_path, capsys):
+    code, err, rows = _moodle(odd_workspace, tmp_path, capsys, "--moodle", "username")
+    assert [r[0] for r in rows] == ["username", "alice", "bob", "carol", "dave", "erin", "gina"]
+    assert rows[-1] == ["gina", "", "0"]  # several notebooks: no grade yet; exB missing: 0
+    lines = err.err.splitlines()
+    for folder in ODD:
+        assert any(ln.startswith(f"unmatched, not in the file: {folder!r}: not a student id (")
+                   for ln in lines), (folder, lines)
+    assert code == 1
+
+
+def test_moodle_never_writes_a_value_that_starts_as_a_formula(workspace, tmp_path, capsys):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student_id,idnumber\nalice,=1+2\nbob,+1-2\ncarol,-cmd\n"
+                      "dave,@SUM(1)\nerin,S005\n")
+    code, err, rows = _moodle(workspace, tmp_path, capsys, "--moodle", "idnumber",
+                              "--roster", str(roster))
+    assert rows == [["idnumber", "exA", "exB"], ["S005", "2", "0"]]
+    assert code == 1
+    lines = err.err.splitlines()
+    for student, value in (("alice", "=1+2"), ("bob", "+1-2"), ("carol", "-cmd"),
+                           ("dave", "@SUM(1)")):
+        assert (f"unmatched, not in the file: {student!r}: its idnumber {value!r} starts "
+                f"with {value[0]!r}, which a spreadsheet reads as a formula; left out (never "
+                "written as it is, never altered)") in lines, lines
+
+
+def test_grades_csv_and_the_export_give_the_same_maximum(odd_workspace, tmp_path, capsys):
+    out = tmp_path / "export.csv"
+    assert cli.main(["export", "--workspace", str(odd_workspace), "--out", str(out)]) == 0
+    capsys.readouterr()
+    with out.open(encoding="utf-8") as f:
+        exported = {(r["student_id"], r["assignment"]): r["max_score"] for r in csv.DictReader(f)}
+    with (odd_workspace / "grades.csv").open(encoding="utf-8") as f:
+        graded = {(r["student_id"], r["assignment"]): r["max_score"] for r in csv.DictReader(f)}
+    for folder in ODD:  # escaped alike in both files where a spreadsheet would run it
+        key = next(k for k in graded if k[0].lstrip("'") == folder)
+        assert float(graded[key]) == float(exported[key]) == 5.0, (folder, graded[key])
+    assert float(graded[("gina", "exA")]) == float(exported[("gina", "exA")]) == 5.0
+    assert float(graded[("carol", "exA")]) == float(exported[("carol", "exA")]) == 5.0
+    assert {k: float(v) for k, v in graded.items()} == {
+        k: float(v) for k, v in exported.items() if k in graded}

@@ -109,7 +109,12 @@ def match(rows: dict[int, list[str]], at: dict[str, int], students: set[str],
           report: Report) -> dict[int, str | None]:
     """Canvas row index -> its one student id (None: no submission, ``missing``); a row
     or an id matched more than once is reported and left out, an id matched by no row is
-    reported."""
+    reported. A row with neither SIS id (Canvas's ``Student, Test``, a learner without
+    one) matches no student id: reported and left as it was, never given a 0."""
+    rows = dict(rows)
+    for i in [i for i, r in rows.items() if not any(r[at[k]].strip() for k in KEYS if k in at)]:
+        report.warnings.append(f"row {_who(rows.pop(i), at)} has no SIS User ID or SIS Login "
+                               "ID: left as it was")
     ids_of = {i: {r[at[k]].strip() for k in KEYS if k in at} & students
               for i, r in rows.items()}
     rows_of: dict[str, list[int]] = {}

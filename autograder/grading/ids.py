@@ -7,9 +7,11 @@ join it into folder names and glob patterns (``*``, ``?``, ``[``); its exchange 
 ``student+assignment+time`` on ``+``; its gradebook holds at most 128 characters (a longer
 id fails in PostgreSQL). An id is accepted when formgrader's links lead back to it and
 none of these break: letters and digits (any script), ``.``, ``_``, ``-`` and ``@``, not
-starting with ``.`` or ``-``. Any other folder name is refused with a reason (status
-``invalid-student-id``); it is never renamed, since a renamed id would have to be mapped
-back in every tool and in the export.
+starting with ``.``, ``-`` or ``@``: a spreadsheet reads a cell starting with ``=``, ``+``,
+``-``, ``@``, a tab or a carriage return as a formula, so no graded id needs escaping in a
+CSV (an escaped ``'@A1`` is an id no platform matches). Any other folder name is refused
+with a reason (status ``invalid-student-id``); it is never renamed, since a renamed id
+would have to be mapped back in every tool and in the export.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import unicodedata
 
 MAX_LENGTH = 128  # nbgrader's Student.id column is String(128)
 ALLOWED_MARKS = "._-@"
+FORMULA_STARTS = "=+-@\t\r"  # a spreadsheet reads a cell starting so as a formula
 NAMED = {"\\": "a backslash (a Windows domain login DOMAIN\\user?)", "/": "a slash",
          " ": "a space", "+": "a plus sign (nbgrader's exchange separator)",
          "%": "a percent sign", "#": "a hash", "?": "a question mark"}
@@ -38,7 +41,10 @@ def id_problem(student_id: str) -> str:
         return "it is empty"
     if len(student_id) > MAX_LENGTH:
         return f"it is {len(student_id)} characters long (nbgrader keeps at most {MAX_LENGTH})"
-    if student_id[0] in ".-":
+    if student_id[0] in FORMULA_STARTS:
+        return (f"it starts with {student_id[0]!r} (a spreadsheet reads the id as a formula "
+                "in every CSV file)")
+    if student_id[0] == ".":
         return f"it starts with {student_id[0]!r}"
     for ch in student_id:
         if not (ch.isalnum() or ch in ALLOWED_MARKS):
@@ -54,6 +60,6 @@ def refusal(student_id: str, folder: str) -> str:
     """The ``detail`` of a refused folder: which folder, why, and what to do."""
     return (f"the folder {_shown(folder)} is not graded: its name {_shown(student_id)} cannot be a "
             f"student id, since {id_problem(student_id)}; formgrader's links and nbgrader's "
-            f"paths break on it. Rename the folder to letters, digits, '.', '_', '-' or '@' "
-            f"(the name your learning platform's export matches: its login, say) and grade "
+            f"paths break on it. Rename the folder to letters, digits, '.', '_', '-' or '@', "
+            f"not starting with '.', '-' or '@' (the name your learning platform's export matches: its login, say) and grade "
             f"again")

@@ -12,7 +12,11 @@ Moodle aborts the whole import at a user it cannot find, and reads an empty cell
 grade". So a learner with no value, or one value shared by two ids, or two values for one
 id, is listed and left out (never guessed); a score that is not a grade yet
 (:data:`~autograder.grading.export.UNSETTLED`) is an empty cell, listed. A learner of the
-roster with no submission is ``missing``: 0, as in the plain export.
+roster with no submission is ``missing``: 0, as in the plain export. Also listed and left
+out: a folder whose name cannot be a student id (:mod:`~autograder.grading.ids`: it was
+never graded, it is no learner), and a value that starts as a spreadsheet formula
+(``=``, ``+``, ``-``, ``@``, a tab or a carriage return): written raw it would run in the
+spreadsheet that opens the file, and altered it would match no Moodle user.
 """
 
 from __future__ import annotations
@@ -25,6 +29,27 @@ from pathlib import Path
 from autograder.grading.export import MISSING, UNSETTLED, Refused, Report, locked_table, number
 
 FIELDS = ("id", "idnumber", "email", "username")  # Moodle's "Map to" user fields
+
+
+def writable(keys: dict[str, str], field: str, report: Report) -> dict[str, str]:
+    """``keys`` (student id -> its ``field`` value) without the learners that cannot be in
+    the file, each listed: an id that cannot be a student id (a folder the grader refused),
+    a value a spreadsheet would read as a formula."""
+    from autograder.grading.ids import FORMULA_STARTS, id_problem
+
+    out = {}
+    for s, v in keys.items():
+        problem = id_problem(s)
+        if problem:
+            report.unmatched.append(f"{s!r}: not a student id ({problem}): the folder is not "
+                                    "graded; rename it and grade again; left out")
+        elif v.startswith(tuple(FORMULA_STARTS)):
+            report.unmatched.append(f"{s!r}: its {field} {v!r} starts with {v[0]!r}, which a "
+                                    "spreadsheet reads as a formula; left out (never written "
+                                    "as it is, never altered)")
+        else:
+            out[s] = v
+    return out
 
 
 def user_values(roster: Path, field: str, report: Report) -> dict[str, str]:
@@ -103,7 +128,8 @@ def main(workspace: Path, field: str, roster: Path | None, out: Path | None) -> 
         print(f"error: {exc}", file=sys.stderr)
         return 2
     assignments = sorted({r["assignment"] for r in table})
-    lines = rows(table, {s: v for s, v in keys.items() if s in students}, report)
+    keys = writable({s: v for s, v in keys.items() if s in students}, field, report)
+    lines = rows(table, keys, report)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="", encoding="utf-8") as f:
         csv.writer(f).writerows([[field, *assignments], *lines])

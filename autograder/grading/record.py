@@ -104,7 +104,9 @@ def fill(row: Row, gb, loaded: dict | None = None) -> bool:
 def derive_rows(workspace: Path, rows: dict[tuple[str, str], Row]) -> dict[tuple[str, str], Row]:
     """Bring ``rows`` (the side table's) up to date with the gradebook, in place; first
     keep the manual scores of written answers a regrade did not change
-    (:func:`autograder.grading.manual.reconcile`)."""
+    (:func:`autograder.grading.manual.reconcile`). A row with no scores in the gradebook
+    (a folder refused at the door, a notebook not graded) gets its assignment's maximum,
+    as the export gives it."""
     from autograder.grading.manual import reconcile
 
     if rows and gradebook_exists(workspace):
@@ -113,6 +115,10 @@ def derive_rows(workspace: Path, rows: dict[tuple[str, str], Row]) -> dict[tuple
             loaded = submissions(gb)
             for row in rows.values():
                 fill(row, gb, loaded)
+            if any(not row.max_score for row in rows.values()):
+                maxima = {a.name: float(a.max_score) for a in gb.assignments}
+                for row in rows.values():
+                    row.max_score = row.max_score or maxima.get(row.assignment, 0.0)
     return rows
 
 

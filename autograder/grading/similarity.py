@@ -9,7 +9,10 @@ shared fingerprints mark the matching regions. What the released notebook holds 
 starter code, the given cells, the test cells) is discounted as boilerplate, and so is
 what more than half of the class wrote alike (the idioms every correct solution shares).
 Answer cells (a knowledge check's ``kc1_answer = "b"``) are left out: every right answer
-is the same.
+is the same. A pair's score is the larger of its two shares (how much of one learner's code
+is found in the other's), so a copy padded with code of its own still ranks high; and only
+the first :data:`CAP` characters of a learner's code are compared (fingerprinting costs
+some 25 s per MB), the report saying whose code was cut.
 
 It is a report for a human (:mod:`~autograder.grading.similarity_report` writes it); it
 never changes a grade, and it reads the notebooks without running them.
@@ -38,21 +41,25 @@ LANGUAGES = ("python", "rust")
 COMMON = 0.5  # a fingerprint in more than this share of the submissions is an idiom
 CSV_FIELDS = ["rank", "student_a", "student_b", "similarity", "share_a", "share_b",
               "shared_tokens"]
+CAP = 200_000  # characters of one learner's code compared at most (the rest: cut, reported)
 DEFINES = re.compile(r"^\s*(def|class|fn|struct|impl|enum|trait)\b", re.M)
 
 
 @dataclass
 class Source:
-    """One learner's code of one assignment: per language, the text compared."""
+    """One learner's code of one assignment: per language, the text compared; ``cut``:
+    how many characters of it were left out (beyond :data:`CAP`)."""
 
     student_id: str
     code: dict[str, str] = field(default_factory=dict)
+    cut: int = 0
 
 
 @dataclass
 class Pair:
-    """Two submissions compared: ``similarity`` is the share of both codes' fingerprinted
-    tokens that match; ``share_a``/``share_b`` each side's own; ``regions`` per language,
+    """Two submissions compared: ``share_a``/``share_b`` the share of each side's
+    fingerprinted tokens that match the other's; ``similarity`` the larger of the two (a
+    copy inside a larger submission scores high); ``regions`` per language,
     the matching character ranges ((starts, ends) arrays) in each side's code."""
 
     a: Source
@@ -93,6 +100,25 @@ def learner_code(nb, skip: set[str]) -> dict[str, str]:
         parts[lang].append(f"{mark} --- {grade_id(cell) or f'cell {index + 1}'} ---\n"
                            f"{code.rstrip()}\n")
     return {lang: "\n".join(p) for lang, p in parts.items() if p}
+
+
+def capped(code: dict[str, str], limit: int | None = None) -> tuple[dict[str, str], int]:
+    """(``code`` cut to its first ``limit`` (default :data:`CAP`) characters in all,
+    languages in :data:`LANGUAGES` order, at a line end; how many characters were cut)."""
+    out, room, cut = {}, CAP if limit is None else limit, 0
+    for lang in LANGUAGES:
+        text = code.get(lang)
+        if text is None:
+            continue
+        if len(text) > room:
+            kept = text[:room]
+            kept = kept[:kept.rfind("\n") + 1] if "\n" in kept else ""
+            cut += len(text) - len(kept)
+            text = kept
+        room -= len(text)
+        if text.strip():
+            out[lang] = text
+    return out, cut
 
 
 def starter_code(released) -> dict[str, str]:
@@ -141,7 +167,8 @@ def read_sources(notebooks: dict[str, Path], skip: set[str]) -> tuple[list[Sourc
         except Exception as exc:  # noqa: BLE001 - any unreadable notebook is only listed
             unread.append(f"{student}: {path.name} not read ({type(exc).__name__})")
             continue
-        sources.append(Source(student, learner_code(nb, skip)))
+        code, cut = capped(learner_code(nb, skip))
+        sources.append(Source(student, code, cut))
     return sources, unread
 
 
@@ -203,10 +230,9 @@ def compare_pair(a: Source, b: Source, prints: dict) -> Pair:
             matched[0] += share_a * fa.token_coverage
             matched[1] += share_b * fb.token_coverage
             regions[lang] = slices
-    total = covered[0] + covered[1]
-    return Pair(a, b, similarity=(matched[0] + matched[1]) / total if total else 0.0,
-                share_a=matched[0] / covered[0] if covered[0] else 0.0,
-                share_b=matched[1] / covered[1] if covered[1] else 0.0,
+    share_a = matched[0] / covered[0] if covered[0] else 0.0
+    share_b = matched[1] / covered[1] if covered[1] else 0.0
+    return Pair(a, b, similarity=max(share_a, share_b), share_a=share_a, share_b=share_b,
                 shared_tokens=int(round(matched[0])), regions=regions)
 
 
@@ -220,6 +246,13 @@ def write_pairs_csv(path: Path, pairs: list[Pair]) -> None:
 
 
 # --- The command ------------------------------------------------------------------------
+
+def cut_lines(sources: list[Source]) -> list[str]:
+    """One line per learner whose code was longer than :data:`CAP` (only its start compared)."""
+    return [f"{s.student_id}: only the first {sum(map(len, s.code.values())):,} characters "
+            f"of the code compared, {s.cut:,} cut (at most {CAP:,} are compared)"
+            for s in sources if s.cut]
+
 
 def release_of(workspace: Path, assignment: str):
     """The released notebook the class started from: the workspace's release (what
@@ -261,6 +294,8 @@ def main(assignment: str, workspace: Path, submissions: Path | None = None,
     print(f"{assignment}: {len(sources)} submission(s), {len(pairs)} pair(s) compared")
     for line in unread:
         print(f"  not compared: {line}")
+    for line in cut_lines(sources):
+        print(f"  cut: {line}")
     for p in pairs[:5]:
         if p.similarity > 0:
             print(f"  {p.similarity:.0%}  {p.a.student_id} & {p.b.student_id}")

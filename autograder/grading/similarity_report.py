@@ -52,7 +52,7 @@ def write(path: Path, assignment: str, sources, pairs, *, unread: list[str], top
           common: float) -> None:
     """Write the report of ``pairs`` (ranked) to ``path``: the ranked table of every pair
     with any match and the first ``top`` of them side by side."""
-    from autograder.grading.similarity import NOISE
+    from autograder.grading.similarity import CAP, NOISE, cut_lines
 
     shown = [p for p in pairs if p.similarity > 0]
     rows = [[f'<a href="#pair-{i}">{i}</a>' if i <= top else str(i),
@@ -67,8 +67,10 @@ def write(path: Path, assignment: str, sources, pairs, *, unread: list[str], top
         f"letter, comments and whitespace ignored), matches of at least {NOISE} characters "
         "of that token text. Not compared: the released notebook's code (starter code, "
         f"given and test cells), code found alike in more than {common:.0%} of the "
-        "submissions (common idioms), and knowledge-check answers. Similarity: the share "
-        "of both codes' compared tokens that match.</p>",
+        "submissions (common idioms), knowledge-check answers, and a learner's code beyond "
+        f"its first {CAP:,} characters. Similarity: the larger of the two shares, the share "
+        "of one learner's compared tokens found in the other's (so a copy padded with code "
+        "of its own still scores high); both shares are shown.</p>",
         "<h2>Distribution</h2>", histogram(pairs),
         "<h2>Pairs, most similar first</h2>",
         table(["rank", "learner", "learner", "similarity", "share of first",
@@ -78,6 +80,10 @@ def write(path: Path, assignment: str, sources, pairs, *, unread: list[str], top
     if unread:
         body.append("<h2>Not compared</h2><ul>" + "".join(
             f"<li>{escape(u)}</li>" for u in unread) + "</ul>")
+    cut = cut_lines(sources)
+    if cut:
+        body.append("<h2>Not compared in full</h2><ul>" + "".join(
+            f"<li>{escape(c)}</li>" for c in cut) + "</ul>")
     if shown[:top]:
         body.append("<h2>Side by side</h2>")
         body += [side_by_side(p, i) for i, p in enumerate(shown[:top], 1)]
