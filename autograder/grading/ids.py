@@ -61,5 +61,5 @@ def refusal(student_id: str, folder: str) -> str:
     return (f"the folder {_shown(folder)} is not graded: its name {_shown(student_id)} cannot be a "
             f"student id, since {id_problem(student_id)}; formgrader's links and nbgrader's "
             f"paths break on it. Rename the folder to letters, digits, '.', '_', '-' or '@', "
-            f"not starting with '.', '-' or '@' (the name your learning platform's export matches: its login, say) and grade "
-            f"again")
+            f"not starting with '.', '-' or '@' (the name your learning platform's export "
+            f"matches: its login, say) and grade again")
