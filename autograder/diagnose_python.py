@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from autograder.reference.python_attention import softmax
+
 Matrix = list[list[float]]
 
 SUBTRACT_MAX = ("subtract the row's maximum score from every score before exp (not its "
@@ -45,20 +47,13 @@ def softmax_hint(got: list[float]) -> str:
     return ""
 
 
-def _softmax(row: list[float]) -> list[float]:
-    m = max(row)
-    e = [math.exp(x - m) for x in row]
-    z = sum(e)
-    return [x / z for x in e]
-
-
 def _attend(Q: Matrix, K: Matrix, V: Matrix, scale: float, over_queries: bool) -> Matrix:
     S = [[scale * sum(q * k for q, k in zip(qi, kj)) for kj in K] for qi in Q]
     if over_queries:  # each key's column of weights sums to 1 instead of each query's row
-        cols = [_softmax([S[i][j] for i in range(len(Q))]) for j in range(len(K))]
+        cols = [softmax([S[i][j] for i in range(len(Q))]) for j in range(len(K))]
         W = [[cols[j][i] for j in range(len(K))] for i in range(len(Q))]
     else:
-        W = [_softmax(row) for row in S]
+        W = [softmax(row) for row in S]
     return [[sum(W[i][j] * V[j][c] for j in range(len(K))) for c in range(len(V[0]))]
             for i in range(len(Q))]
 
