@@ -133,7 +133,18 @@ def open_page(browser, path: Path, width: int = 1280, height: int = 900,
     page.goto(path.as_uri(), wait_until="load")
     # MathJax typesets asynchronously: wait for its startup promise when the page loads it.
     page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+    settle(page)
     return page, errors, foreign
+
+
+def settle(page) -> None:
+    """Wait until every finite CSS transition and animation has finished. The theme's buttons
+    fade their colours in (0.15 s) when the page first styles them: measured before the end,
+    a colour is between black and its final value, and how far it got depends on the
+    machine's load. Endless animations (spinners) are not waited for."""
+    page.evaluate("""() => Promise.all(document.getAnimations()
+        .filter(a => Number.isFinite(a.effect?.getComputedTiming().endTime))
+        .map(a => a.finished.catch(() => null)))""")
 
 
 def test_every_page_in_a_browser(built_book, browser):
