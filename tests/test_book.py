@@ -56,6 +56,23 @@ def test_exercise_page_is_the_learner_version(built_book):
     assert "math.fsum(exps)" not in html  # a line of the reference solution
 
 
+def test_exercise_setup_cells_are_folded_away(built_book):
+    """The set-up cell (its lines install the course outside the course folder) is tagged
+    hide-input: its source sits in a closed toggle, as chapters hide their set-up; the
+    page's other cells are shown as they are."""
+    from bs4 import BeautifulSoup
+
+    for page in sorted((built_book / "exercises").rglob("*.html")):
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        cells = soup.select("div.cell")
+        first = cells[0]
+        assert "tag_hide-input" in first["class"], page.name
+        folded = first.select_one("details.hide")
+        assert folded is not None and not folded.has_attr("open"), page.name
+        assert "COURSE_REPOSITORY" in folded.get_text(), page.name
+        assert not any("tag_hide-input" in c["class"] for c in cells[1:]), page.name
+
+
 def test_masks_chapter_output_is_computed(built_book):
     html = (built_book / "chapters" / "05_masks_and_multihead.html").read_text(encoding="utf-8")
     assert "comparisons with PyTorch" in html and "agree" in html  # the executed sweep
