@@ -185,6 +185,9 @@ RETIRED = {
     r"(?<![\w\\])P\s?X|PQK": "a permutation is Pi (P is the weights)",
     r"M_k|PE\(pos \+ k\)": "the offset is Delta (k is a key)",
     r"\\tilde M(?![a-z])|; M\)": "a mask is \\mathcal{M} (M_Delta is the shift matrix)",
+    r"(?<![\w\\])x_\{?(l|N|i|2i)\b": "a subscript on x is a position (the stream after l layers is x^{(l)})",
+    r"(?<![\w\\])g(\^N|\s*<\s*1)": "g is chapter 3's loss row (a layer's RMS gain is eta)",
+    r"\\sqrt\{d\}|(?<![\w\\])d(?![_\w])": "a width is d_model, d_k or d_v, never a bare d",
 }
 
 
