@@ -131,8 +131,9 @@ def exercise_data(srcdir: Path, hidden_tests: bool) -> dict:
     """Exercise 1's released notebook (in the book at ``srcdir``) and what its in-page check
     needs (``spec`` of :func:`autograder.inpage.check_exercise`). With ``hidden_tests`` and
     the course's ``solutions/``: every test cell whole, as ``check`` runs it in the open
-    repository. Otherwise (a class's private release, or a site that must not publish its
-    hidden tests): none, and which tests hide a part is unknown, so none counts as passed
+    repository, and why each knowledge check's answer is right (the rows of right answers
+    show it, as ``check``'s do). Otherwise (a class's private release, or a site that must
+    not publish its hidden tests): none, and which tests hide a part is unknown, so none counts as passed
     whole."""
     released = json.loads((srcdir / f"{EXERCISE}.ipynb").read_text())
     page = {"page": EXERCISE, "filename": f"{ASSIGNMENT}.ipynb", "notebook": released}
@@ -142,7 +143,10 @@ def exercise_data(srcdir: Path, hidden_tests: bool) -> dict:
     source = json.loads(path.read_text())
     tests = {grade_id(cell): "".join(cell["source"]) for cell in source["cells"]
              if is_test_cell(cell) and HIDDEN_BEGIN in "".join(cell["source"])}
-    return {**page, "spec": {"assignment": ASSIGNMENT, "tests": tests, "hidden": []}}
+    from autograder.checks.knowledge import explanations
+
+    return {**page, "spec": {"assignment": ASSIGNMENT, "tests": tests, "hidden": [],
+                             "explanations": explanations(ASSIGNMENT)}}
 
 
 def _write_runtime(app, exception) -> None:

@@ -127,7 +127,8 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
         nbk.put_hidden_tests_back(nb, assignment)
     execution = nbk.execute(nb, path.resolve().parent, timeout=args.timeout, started=started,
                             assignment=assignment if whole else "")
-    rows = nbk.results(nb, hidden, execution)
+    rows = nbk.results(nb, hidden, execution,
+                       explanations=_explanations(assignment) if whole or source else None)
     if not any(nbk.is_test_cell(c) for c in nb.cells):
         print(f"error: {path} has no nbgrader test cells", file=sys.stderr)
         return 2
@@ -141,6 +142,17 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
     lines, bad = report(rows, nbk.cell_errors(nb), whole=whole)
     print("\n".join(lines))
     return 1 if bad else 0
+
+
+def _explanations(assignment: str | None) -> dict[str, str] | None:
+    """Why each knowledge check's answer is right, from the trusted side's
+    :mod:`autograder.checks.knowledge`, for the rows of the right answers; None where the
+    checks are not in this copy of the course."""
+    try:
+        from autograder.checks.knowledge import explanations
+    except ImportError:
+        return None
+    return explanations(assignment) if assignment else None
 
 
 def _hidden_tests_here(assignment: str | None) -> bool:

@@ -99,7 +99,9 @@ def check_exercise(notebook: dict, code: dict[str, str], spec: dict) -> dict[str
     ``spec``: ``tests``, grade_id -> the whole source of a test cell with a hidden part
     (the open course's ``solutions/``), which runs instead of the released one; ``hidden``,
     the grade_ids of tests with a hidden part that does not run here ([] when ``tests``
-    has them all, None when unknown: then no passing test counts as whole).
+    has them all, None when unknown: then no passing test counts as whole); and
+    ``explanations``, kc name -> why its answer is right (with ``tests``; the rows of right
+    answers show it, as ``check``'s do).
 
     Returns ``{"lines": the rows and counts ``check`` prints, "failed": whether anything
     is wrong}``.
@@ -123,7 +125,8 @@ def check_exercise(notebook: dict, code: dict[str, str], spec: dict) -> dict[str
                            if printed else []) + ([error] if error else [])
     nb = {"cells": cells}
     hidden = spec.get("hidden")
-    rows = results(nb, None if hidden is None else set(hidden), Execution(timeout=0))
+    rows = results(nb, None if hidden is None else set(hidden), Execution(timeout=0),
+                   explanations=spec.get("explanations") or None)
     lines, failed = report(rows, cell_errors(nb), whole=bool(whole))
     return {"lines": lines, "failed": failed}
 

@@ -48,7 +48,7 @@ class TestResult:
     name: str  # the cell's nbgrader grade_id
     points: float
     status: str
-    message: str  # first line of the error, or the test's docstring
+    message: str  # the test's docstring sentence; FAIL, TIMEOUT: then why (with_sentence)
 
     @property
     def earned(self) -> bool:
@@ -96,6 +96,27 @@ def first_error_line(output) -> str:
     """``ename: evalue`` of an error output, first line only."""
     evalue = str(output.get("evalue", "")).strip().splitlines()
     return f"{output.get('ename', 'Error')}: {evalue[0] if evalue else ''}".rstrip(": ")
+
+
+SEPARATOR = " — "  # between a FAIL or TIMEOUT row's sentence and its error
+
+
+def with_sentence(source: str, why: str) -> str:
+    """A FAIL or TIMEOUT row's text: what the test checks (its docstring's first line),
+    then why it failed, on one line: ``softmax([1000, 1001]) does not overflow: the max
+    is subtracted first. — CheckFailed: ...``; ``why`` alone for a test without one."""
+    summary = test_summary(source)
+    return f"{summary}{SEPARATOR}{why}" if summary else why
+
+
+_KNOWLEDGE_CHECK = re.compile(r"\bknowledge_check\(\s*[\"'](kc\d+)[\"']")
+
+
+def knowledge_check_of(source: str) -> str | None:
+    """The knowledge check ("kc1", ...) a test cell's source calls
+    (``exNN.knowledge_check("kcN", ...)``, in its hidden part), or None."""
+    m = _KNOWLEDGE_CHECK.search(source)
+    return m.group(1) if m else None
 
 
 def only_docstring(source: str) -> bool:
@@ -153,7 +174,8 @@ def cell_errors(nb) -> list[tuple[int, str, str]]:
 
 
 def results(nb, hidden: set[str] | None = None,
-            execution: Execution | None = None) -> list[TestResult]:
+            execution: Execution | None = None,
+            explanations: dict[str, str] | None = None) -> list[TestResult]:
     """Results of the graded cells of an executed notebook, in notebook order.
 
     Args:
@@ -161,6 +183,13 @@ def results(nb, hidden: set[str] | None = None,
         hidden: grade_ids of tests that have a hidden part (:func:`tests_with_hidden_parts`);
             None when unknown, and then a passing test is only ``partial``, never ``pass``.
         execution: what :func:`execute` recorded (timeouts, cells never run).
+        explanations: kc name ("kc1", ...) -> why its answer is right
+            (:func:`autograder.checks.knowledge.explanations`), from the trusted side. A
+            knowledge check's PASS row (a test that ran its hidden ``knowledge_check``
+            call without error) then reads ``Knowledge check N: right — <why>``. The
+            verdict is the error's, never this text's.
+
+    A FAIL or TIMEOUT row reads the test's sentence, then why (:func:`with_sentence`).
     """
     out = []
     broken = cell_errors(nb)
@@ -180,12 +209,13 @@ def results(nb, hidden: set[str] | None = None,
             continue
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if execution and i in execution.timed_out:
-            status, message = "timeout", (f"timed out: still running after {execution.timeout} s "
-                                          "and stopped (an endless loop?)")
+            status, message = "timeout", with_sentence(cell["source"], (
+                f"timed out: still running after {execution.timeout} s and stopped "
+                "(an endless loop?)"))
         elif execution and i in execution.not_run:
             status, message = "notrun", f"not run: {execution.stopped_because}"
         elif errors:
-            status, message = "fail", first_error_line(errors[0])
+            status, message = "fail", with_sentence(cell["source"], first_error_line(errors[0]))
             if errors[0].get("ename") == "NameError":
                 missing = re.search(r"name '(\w+)' is not defined", str(errors[0].get("evalue")))
                 culprit = [name for j, name, _ in broken if j < i and missing
@@ -195,14 +225,23 @@ def results(nb, hidden: set[str] | None = None,
         elif only_docstring(cell["source"]):
             status, message = "hidden", "graded later: all of this test is hidden"
         elif HIDDEN_BEGIN in cell["source"]:  # the instructor's source: hidden part ran too
-            status, message = "pass", test_summary(cell["source"])
+            status, message = "pass", _passed(cell["source"], explanations)
         elif hidden is None or gid in hidden:
             status = "partial"
             message = "visible part passed; the rest is graded later: " + test_summary(cell["source"])
         else:
-            status, message = "pass", test_summary(cell["source"])
+            status, message = "pass", _passed(cell["source"], explanations)
         out.append(TestResult(gid, points, status, message))
     return out
+
+
+def _passed(source: str, explanations: dict[str, str] | None) -> str:
+    """A PASS row's text: the test's sentence; for a knowledge check whose explanation is
+    known, that its answer is right and why."""
+    kc = knowledge_check_of(source) if HIDDEN_BEGIN in source else None
+    if kc and explanations and kc in explanations:
+        return f"Knowledge check {kc.removeprefix('kc')}: right{SEPARATOR}{explanations[kc]}"
+    return test_summary(source)
 
 
 def grade_id(cell) -> str | None:

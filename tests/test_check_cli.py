@@ -67,6 +67,12 @@ def test_check_passes_on_solution(assignment):
     assert sorted(rows) == sorted(tests + manual)
     assert all(" PASS " in rows[t] for t in tests), proc.stdout
     assert all(" MANUAL " in rows[m] and "graded by your instructor" in rows[m] for m in manual)
+    # each knowledge check's row says its answer is right, and why (issue 27)
+    from autograder.checks.knowledge import EXPLANATIONS
+
+    for kc, (right, _) in EXPLANATIONS[assignment].items():
+        assert f"PASS     Knowledge check {kc[2:]}: right — {right}" in rows[f"test_{kc}"], \
+            rows[f"test_{kc}"]
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -91,6 +97,11 @@ def test_check_reports_the_failing_behaviour(tmp_path):
     rows = _rows(proc.stdout)
     assert " FAIL " in rows["test_softmax_stable"] and "OverflowError" in rows["test_softmax_stable"]
     assert " FAIL " not in rows["test_softmax_known_values"]
+    # the row says what the test checks, then the error and its hint, on one line (issue 27)
+    assert rows["test_softmax_stable"].split("  FAIL     ")[1].startswith(
+        "softmax([1000, 1001]) does not overflow: the max is subtracted first. — CheckFailed: "
+        "softmax([1000, 1001]): raised OverflowError: math range error. Hint: exp of a large "
+        "score overflows"), rows["test_softmax_stable"]
 
 
 def test_hidden_tests_run_where_the_course_has_them(tmp_path):
@@ -105,10 +116,16 @@ def test_hidden_tests_run_where_the_course_has_them(tmp_path):
     assert {t for t, r in rows.items() if " FAIL " in r} == fails
     assert all("is not the right answer" in rows[t] for t in fails), proc.stdout
     assert _points(proc.stdout) == (11.0, 0.0, 3.0)
-    from autograder.checks.knowledge import ANSWERS
+    from autograder.checks.knowledge import ANSWERS, EXPLANATIONS
 
     shown = [str(v) for v in ANSWERS[EX01].values()]
     assert not any(f"'{v}'" in rows[t] or f" {v} " in rows[t] for t in fails for v in shown)
+    # each wrong answer's row: the test's sentence, then the reasoning that leads to the
+    # answer (issue 27)
+    assert "FAIL     Knowledge check 1: the shape of the attention weights. — CheckFailed: " \
+        "Knowledge check 1: 'a' is not the right answer. " in rows["test_kc1"], rows["test_kc1"]
+    for kc, (right, reasoning) in EXPLANATIONS[EX01].items():
+        assert reasoning in rows[f"test_{kc}"] and right not in rows[f"test_{kc}"]
 
 
 def test_case_002_knowledge_check_points_are_pending_not_earned(tmp_path):
@@ -184,6 +201,8 @@ def test_endless_loop_is_a_timed_out_row(tmp_path):
     rows = _rows(proc.stdout)
     assert " TIMEOUT " in rows["test_softmax_known_values"] and "after 3 s" in rows[
         "test_softmax_known_values"]
+    assert "TIMEOUT  softmax([1, 2, 3]) returns three floats with the known values. — timed " \
+        "out: still running after 3 s" in rows["test_softmax_known_values"]
     assert all(" NOT RUN " in r for t, r in rows.items() if t != "test_softmax_known_values")
     assert "Traceback" not in proc.stdout + proc.stderr
     assert "CellTimeoutError" not in proc.stdout + proc.stderr

@@ -71,3 +71,27 @@ def test_grading_with_the_check_cell_scores_as_without_it(tmp_path):
     assert float(rows["with"]["score"]) == float(rows["without"]["score"]) == 14
     points = {s: {t: r["score"] for t, r in per.items()} for s, per in tests.items()}
     assert points["with"] == points["without"]
+
+
+@pytest.mark.slow
+def test_check_s_rows_say_what_each_test_checks_and_why_an_answer_is_right(tmp_path, capsys):
+    """%check prints the command's rows on the code as run (issue 27): a failed test's row
+    gives its sentence and then the error, a right knowledge check's row says why it is
+    right, a wrong one's the reasoning that leads to the answer."""
+    from autograder.checks.knowledge import EXPLANATIONS
+
+    folder = tmp_path / A
+    folder.mkdir()
+    path = folder / f"{A}.ipynb"
+    nbformat.write(filled_notebook(A), path)  # saved: every answer right
+    ran = {"kc2": "kc2_answer = 'c'\n",  # as run: kc2 wrong, softmax without the max
+           "softmax": "def softmax(row):\n    e = [math.exp(x) for x in row]\n"
+                      "    return [v / sum(e) for v in e]\n"}
+    assert in_notebook.run_check(path, ran, []) == 1
+    rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if " pt  " in ln}
+    right, reasoning = EXPLANATIONS[A]["kc1"][0], EXPLANATIONS[A]["kc2"][1]
+    assert f"PASS     Knowledge check 1: right — {right}" in rows["test_kc1"], rows
+    assert "FAIL     Knowledge check 2: softmax of doubled scores. — CheckFailed: Knowledge " \
+        f"check 2: 'c' is not the right answer. {reasoning}" in rows["test_kc2"], rows
+    assert "FAIL     softmax([1000, 1001]) does not overflow: the max is subtracted first. — " \
+        in rows["test_softmax_stable"] and " Hint: " in rows["test_softmax_stable"], rows

@@ -109,6 +109,10 @@ def test_the_in_page_check_gives_every_verdict_of_a_correct_solution():
     rows = [line for line in out["lines"] if " pt  " in line]
     assert len(rows) == 12 and not out["failed"]
     assert all(" PASS " in r for r in rows), rows  # hidden parts and knowledge checks ran
+    from autograder.checks.knowledge import EXPLANATIONS
+
+    for kc, (right, _) in EXPLANATIONS["ex01_python_attention"].items():  # and say why
+        assert any(f"Knowledge check {kc[2:]}: right — {right}" in r for r in rows), rows
     assert "points: 14 earned, 0 pending" in "\n".join(out["lines"])
 
 
@@ -129,6 +133,9 @@ def test_the_in_page_check_names_the_mistakes():
     assert " FAIL " in stable and "OverflowError" in stable and \
         "subtract the row's maximum" in stable
     assert " FAIL " in rows["test_kc1"] and "'a' is not the right answer" in rows["test_kc1"]
+    assert "Knowledge check 1: the shape of the attention weights. — " in rows["test_kc1"]
+    assert "count the rows and the columns of Q Kᵀ" in rows["test_kc1"]
+    assert "softmax([1000, 1001]) does not overflow: the max is subtracted first. — " in stable
     assert " FAIL " not in rows["test_softmax_known_values"] + rows["test_kc2"]
     d_v = _page_rows(_code(attention=ATTENTION.replace("math.sqrt(d_k)", "math.sqrt(len(V[0]))")))
     unscaled = _page_rows(_code(attention=ATTENTION.replace(" / math.sqrt(d_k)", "")))

@@ -127,6 +127,7 @@ def test_check_in_jupyterlab_gives_every_verdict_and_names_a_wrong_scale(lab):
         assert set(rows) == set(TESTS), text
         assert all(" PASS " in row for row in rows.values()), text
         assert "14 earned, 0 pending" in text and "12 passed, 0 failed" in text, text
+        assert "Knowledge check 1: right — " in rows["test_kc1"], text  # and why
         assert f"exercises/{A}/{A}.ipynb" in text and "18 cell(s) as run" in text, text
         saved = (root / "exercises" / A / f"{A}.ipynb").read_text()
         assert "raise NotImplementedError" in saved and "math.exp(x - m)" not in saved

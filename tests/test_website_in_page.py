@@ -162,6 +162,8 @@ def test_exercise_1_checks_in_the_page_and_keeps_the_code(site, offline, tmp_pat
     stable = _rows(report)["test_softmax_stable"]
     assert " FAIL " in stable and "OverflowError" in stable, report
     assert "subtract the row's maximum score" in stable, report  # the mistake, named
+    assert "does not overflow: the max is subtracted first. — " in stable, report  # the test
+    assert "Knowledge check 1: right — " in rows["test_kc1"], report  # and why it is right
     page.reload(wait_until="load")
     assert page.input_value("textarea[aria-label='your code for softmax']") == NO_MAX
     assert page.input_value("textarea[aria-label='your code for kc3']") == ANSWERS["kc3"]

@@ -1,6 +1,7 @@
 """Wrong answers to all three knowledge checks.
 
 fails: test_kc1, test_kc2, test_kc3
+hint: Broadcasting lines shapes up from the last dimension
 """
 # %% kc1
 kc1_answer = "a"

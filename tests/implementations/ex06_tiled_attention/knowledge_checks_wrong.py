@@ -1,6 +1,7 @@
 """Wrong answers to all four knowledge checks.
 
 fails: test_kc1, test_kc2, test_kc3, test_kc4
+hint: multiply by the 4 bytes of a float32
 """
 # %% kc1
 kc1_answer = 32  # float64 instead of float32
