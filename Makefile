@@ -18,11 +18,16 @@ JOBS   ?= auto
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+# The learners' JupyterLab settings (tools/jupyterlab/: chapters open as notebooks, no nbgrader
+# menus; instructors.md says how to get those back) go into .venv, as on Binder (binder/postBuild).
+LABSETTINGS := tools/jupyterlab_settings.py tools/jupyterlab/overrides.json tools/jupyterlab/page_config.json
+
+$(STAMP): requirements.txt pyproject.toml $(LABSETTINGS)
 	@test -x $(PY) || test -n "$(PYTHON)" || { echo "make venv needs Python 3.11 to 3.13 (python3 on PATH, or PYTHON=...)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(PY) tools/jupyterlab_settings.py
 	touch $@
 
 node: $(NODE)

@@ -10,6 +10,11 @@
   (Binder opens the ``.md`` with jupytext directly).
 - Layout (``static/course.css``): the page never scrolls sideways on a phone, display
   equations that do not fit scroll with a visible cue, code fits the column at desktop width.
+- Downloads (``static/course-download.js``): the download menu's items (.ipynb, source)
+  save the file under its name, also over ``file://`` and from a server that sends
+  ``.ipynb`` as ``application/json`` (a ``download`` attribute, and over http(s) a fetch
+  saved from a Blob; from a file, the text of ``_sources/<file>.js``, which the build writes
+  next to each file there), instead of opening a tab of JSON.
 - Accessibility: bibliography entries are list items (``role="listitem"``), not the
   deprecated ``doc-biblioentry`` role docutils gives them.
 - Raw mathematics fails the build: at its end, each page's visible text (code, scripts
@@ -97,7 +102,24 @@ def _build_finished(app, exception) -> None:
     if not (dest / "tex-mml-chtml.js").is_file():
         shutil.copytree(_mathjax_source(), dest, dirs_exist_ok=True)
     _subset_icons(Path(app.outdir))
+    _download_scripts(Path(app.outdir))
     _check_raw_math(app)
+
+
+def _download_scripts(outdir: Path) -> None:
+    """Next to each file in ``_sources`` (what the download menu links to), ``<file>.js``:
+    the file's text for ``static/course-download.js`` to save from a page opened as a file
+    (where fetch is refused and Chromium ignores the ``download`` attribute). The string is
+    JSON-escaped ASCII; saved from a Blob it is the file's UTF-8 bytes again."""
+    import json
+
+    for path in sorted((outdir / "_sources").rglob("*")):
+        if path.suffix not in (".ipynb", ".md") or not path.is_file():
+            continue
+        text = path.read_bytes().decode("utf-8")
+        path.with_name(path.name + ".js").write_text(
+            "(self.courseDownloads = self.courseDownloads || {})"
+            f"[document.currentScript.src.slice(0, -3)] = {json.dumps(text)};\n", encoding="ascii")
 
 
 def visible_text(html: str) -> str:
@@ -294,7 +316,8 @@ def setup(app):
 
     # A change to this extension or its style sheet changes this value, so Sphinx re-reads
     # and rewrites every page instead of keeping pages made by the previous version.
-    digest = hashlib.sha256(Path(__file__).read_bytes() + (STATIC / "course.css").read_bytes())
+    digest = hashlib.sha256(Path(__file__).read_bytes() + (STATIC / "course.css").read_bytes()
+                            + (STATIC / "course-download.js").read_bytes())
     app.add_config_value("course_site_digest", digest.hexdigest()[:16], "env")
     app.add_config_value("course_prerequisites", {}, "env")
     app.connect("doctree-read", _exercise_path)
@@ -307,4 +330,5 @@ def setup(app):
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("html-page-context", _citation_roles)
     app.add_css_file("course.css")
+    app.add_js_file("course-download.js", loading_method="defer")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

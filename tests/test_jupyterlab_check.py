@@ -9,6 +9,7 @@ copy of the released notebook in a temporary folder laid out as ``exercises/<id>
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -38,25 +40,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A JupyterLab server on a copy of ex01: (its URL, token, root folder)."""
-    root = tmp_path_factory.mktemp("lab")
-    (root / "exercises" / A).mkdir(parents=True)
-    shutil.copy(REPO / "exercises" / A / f"{A}.ipynb", root / "exercises" / A)
-    # No autosave: the check must read the code from the session, not from the file.
-    settings = root / ".settings" / "@jupyterlab" / "docmanager-extension"
-    settings.mkdir(parents=True)
-    (settings / "plugin.jupyterlab-settings").write_text('{"autosave": false}')
+@contextlib.contextmanager
+def serve_lab(root: Path, env: dict | None = None, args: list[str] = ()):
+    """A JupyterLab server on ``root``, offline (no news, no update check), its settings,
+    workspaces and config in ``root``: yields (its URL, token)."""
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, PYTHONPATH=str(REPO), JUPYTER_CONFIG_DIR=str(root / ".config"),
-               JUPYTER_RUNTIME_DIR=str(root / ".runtime"))
+               JUPYTER_RUNTIME_DIR=str(root / ".runtime"), **(env or {}))
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
          f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
          f"--LabApp.user_settings_dir={root / '.settings'}",
+         f"--LabApp.workspaces_dir={root / '.workspaces'}",
          "--allow-root", "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", *args],
         env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -68,10 +65,24 @@ def lab(tmp_path_factory):
                 time.sleep(0.5)
         else:
             pytest.fail("JupyterLab did not start")
-        yield url, token, root
+        yield url, token
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on a copy of ex01: (its URL, token, root folder)."""
+    root = tmp_path_factory.mktemp("lab")
+    (root / "exercises" / A).mkdir(parents=True)
+    shutil.copy(REPO / "exercises" / A / f"{A}.ipynb", root / "exercises" / A)
+    # No autosave: the check must read the code from the session, not from the file.
+    settings = root / ".settings" / "@jupyterlab" / "docmanager-extension"
+    settings.mkdir(parents=True)
+    (settings / "plugin.jupyterlab-settings").write_text('{"autosave": false}')
+    with serve_lab(root) as (url, token):
+        yield url, token, root
 
 
 def _type(page, index: int, source: str) -> None:

@@ -2,7 +2,9 @@
 
 Every page opens from _build/html with no console error and no request to any other host;
 mathematics is typeset by the MathJax served from the site; images load and carry alt
-text; chapters and exercises have download and launch buttons; search finds "softmax";
+text; chapters and exercises have download and launch buttons, and the download menu's .ipynb item
+saves the notebook (a download event with its name and the built file's bytes) from a server
+that sends .ipynb as application/json and from a page opened as a file; search finds "softmax";
 internal links and anchors resolve. On every page at 390 and 1280 px, light and dark: the
 page never scrolls sideways, a display equation wider than its column scrolls with a visible
 cue, code fits the column at 1280 px, captions show no raw labels. axe-core finds no WCAG 2.0
@@ -12,9 +14,12 @@ and both schemes go to _build/screenshots/.
 
 from __future__ import annotations
 
+import functools
+import http.server
 import re
 import shutil
 import sys
+import threading
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -227,6 +232,89 @@ def test_chapters_and_exercises_have_download_and_launch_buttons(built_book, bro
             assert any(service in t for t in launches), (path.name, service, launches)
         # no button to a placeholder host: JupyterHub appears only when _config.yml names one
         assert not any("JupyterHub" in t for t in launches), (path.name, launches)
+
+
+class _JsonNotebooks(http.server.SimpleHTTPRequestHandler):
+    """The built site as a server that sends .ipynb as application/json (GitHub Pages and
+    many others do): a plain link to one opens a tab of JSON."""
+
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".ipynb": "application/json"}
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def json_site(built_book):
+    """The built site on http://127.0.0.1:<port>/, .ipynb sent as application/json."""
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_JsonNotebooks, directory=str(built_book)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+DOWNLOAD_PAGES = ["chapters/02_scaled_dot_product_attention.html",
+                  "exercises/ex01_python_attention/ex01_python_attention.html"]
+
+
+def _save_notebook(browser, url: str, built_book: Path) -> tuple[str, bytes, str, list, list]:
+    """Open ``url``, click the download menu's .ipynb item; return (the download's file
+    name, its bytes, the built file the item links to, console errors, aborted requests)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    aborted, errors = [], []
+
+    def route(r):  # nothing leaves 127.0.0.1 (or the file system)
+        if r.request.url.startswith(("file:", "data:", "blob:")) or \
+                urlparse(r.request.url).hostname == "127.0.0.1":
+            r.continue_()
+        else:
+            aborted.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url, wait_until="load")
+    item = page.locator(".dropdown-download-buttons a", has_text=".ipynb")
+    href = item.get_attribute("href")
+    page.locator(".dropdown-download-buttons button.dropdown-toggle").click()
+    with page.expect_download(timeout=30_000) as info:
+        item.click()
+    download = info.value
+    data = Path(download.path()).read_bytes()
+    tabs = len(context.pages)
+    name = download.suggested_filename
+    context.close()
+    assert tabs == 1, f"{url}: the click opened {tabs - 1} more tab(s)"
+    return name, data, href, errors, aborted
+
+
+@pytest.mark.parametrize("page_path", DOWNLOAD_PAGES)
+def test_the_ipynb_item_saves_the_notebook_from_a_json_server(built_book, browser, json_site,
+                                                              page_path):
+    import urllib.request
+
+    source = json_site + "_sources/" + page_path.removesuffix(".html") + ".ipynb"
+    with urllib.request.urlopen(source) as r:  # the server this test is about
+        assert r.headers["Content-Type"] == "application/json", r.headers["Content-Type"]
+    name, data, href, errors, aborted = _save_notebook(browser, json_site + page_path, built_book)
+    built = (built_book / page_path).parent / href
+    assert name == built.name == Path(page_path).with_suffix(".ipynb").name, (name, href)
+    assert data == built.read_bytes(), (len(data), built.stat().st_size)
+    assert not errors and not aborted, (errors, aborted)
+
+
+@pytest.mark.parametrize("page_path", DOWNLOAD_PAGES)
+def test_the_ipynb_item_saves_the_notebook_from_a_file_page(built_book, browser, page_path):
+    name, data, href, errors, aborted = _save_notebook(
+        browser, (built_book / page_path).as_uri(), built_book)
+    built = (built_book / page_path).parent / href
+    assert name == built.name == Path(page_path).with_suffix(".ipynb").name, (name, href)
+    assert data == built.read_bytes(), (len(data), built.stat().st_size)
+    assert not errors and not aborted, (errors, aborted)
 
 
 def test_colab_opens_a_notebook(built_book):
