@@ -121,6 +121,12 @@ class ResilientExecute(Execute):
         finally:
             if self._trusted is not None:
                 self._trusted.close()
+            from autograder import kernel_memory
+
+            # A process the kernel started, killed by the cap while the kernel lived on.
+            if not any(e == "KernelOutOfMemory" for e, _ in STOPPED) and \
+                    kernel_memory.oom_killed(getattr(self, "km", None)):
+                STOPPED.append(("KernelOutOfMemory", "a process the kernel started"))
 
     def _get_timeout(self, cell):
         if cell is not None and cell is getattr(self, "_checker_bounded", None):
@@ -157,11 +163,22 @@ class ResilientExecute(Execute):
         except DeadKernelError:
             self._dead = True
             STOPPED.append(("DeadKernelError", _where(cell)))
-            cell.outputs.append(_error(
-                "DeadKernelError",
-                "the kernel died while running this cell (os._exit, a crash or running out "
-                "of memory)"))
+            cell.outputs.append(self._death_output(cell, "this cell"))
             return cell, self.resources
+
+    def _death_output(self, cell, what: str):
+        """The error output of the cell the kernel died in; a death by the memory cap is
+        recorded as such (:mod:`autograder.kernel_memory`)."""
+        from autograder import kernel_memory
+
+        if kernel_memory.oom_killed(getattr(self, "km", None)):
+            STOPPED.append(("KernelOutOfMemory", _where(cell)))
+            mib = kernel_memory.cap() // kernel_memory.MIB
+            return _error("MemoryError", f"the kernel was stopped while running {what}: it "
+                          f"used more than the memory cap ({mib} MiB; shared memory, files in "
+                          "/tmp and /dev/shm and the processes it started count)")
+        return _error("DeadKernelError", f"the kernel died while running {what} (os._exit, "
+                      "a crash or running out of memory)")
 
 
 class TrustedTests:
@@ -254,8 +271,7 @@ class TrustedTests:
         except DeadKernelError:
             ex._dead = True
             STOPPED.append(("DeadKernelError", _where(cell)))
-            cell.outputs = call.outputs + [_error(
-                "DeadKernelError", "the kernel died while running this test")]
+            cell.outputs = call.outputs + [ex._death_output(cell, "this test")]
             raise self.checker.CheckStopped("the kernel died while the checker ran this "
                                             "test") from None
         finally:

@@ -143,13 +143,24 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
     errors = output_events(workspace / "autograded" / sub.student_id / sub.assignment / name)
     # A dead kernel and a cell past the time limit as the grader saw them (an output's error
     # name is the learner's to choose: a raised class named DeadKernelError is not a death).
-    for ename in ("DeadKernelError", "CellTimeoutError"):
+    for ename in ("DeadKernelError", "CellTimeoutError", "KernelOutOfMemory"):
         errors[ename] = [where for e, where in STOPPED if e == ename]
         if not errors[ename]:
             del errors[ename]
     if "DeadKernelError" in errors:
         events[Status.KERNEL_DIED] = (f"the kernel died in {errors['DeadKernelError'][0]}; "
                                       "later tests scored 0")
+    oom = errors.pop("KernelOutOfMemory", [])
+    if oom:  # the memory cap's cgroup or watchdog stopped the kernel (kernel_memory)
+        from autograder import kernel_memory
+
+        events.pop(Status.KERNEL_DIED, None)
+        died = "; later tests scored 0" if "DeadKernelError" in errors else ""
+        events[Status.OUT_OF_MEMORY] = (
+            f"the kernel used more than the memory cap ({kernel_memory.cap() // 2**20} MiB, "
+            f"shared memory and /tmp, /dev/shm files included) and was stopped in "
+            f"{', '.join(oom)}{died}")
+        errors.pop("MemoryError", None)
     if "MemoryError" in errors:
         events[Status.OUT_OF_MEMORY] = f"MemoryError in {', '.join(errors['MemoryError'])}"
     if "TamperingDetected" in errors:  # the checker's protocol broken (autograder.checker)
