@@ -7,7 +7,7 @@ import signal
 from pathlib import Path
 
 import nbformat
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import ClearSolutions, DeduplicateIds, Execute, NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
@@ -100,6 +100,25 @@ class RestoreOrder(NbGraderPreprocessor):
         return nb, resources
 
 
+# What one cell's outputs may hold (stream text, each display's data): far above any honest
+# cell (the course's notebooks print a few KiB); the rest is dropped as it arrives.
+MAX_CELL_OUTPUT = 2**20
+OUTPUT_CUT = ("\n[output cut: this cell's output passed {mib} MiB; the rest is not kept "
+              "(grading limit)]\n")
+IOPUB_LATE = ("\n[output cut: the rest of this cell's output had not arrived {s} s after "
+              "the cell ended; it is not kept]\n")
+
+
+def _size(out) -> int:
+    """Characters an output holds (its text, or its data's values)."""
+    if out.get("output_type") == "stream":
+        text = out.get("text", "")
+        return len(text) if isinstance(text, str) else sum(len(t) for t in text)
+    data = out.get("data") or {}
+    return sum(len(v) if isinstance(v, str) else len(str(v)) for v in data.values()) + \
+        len(str(out.get("traceback", ""))) + len(str(out.get("evalue", "")))
+
+
 class ResilientExecute(Execute):
     """nbgrader's Execute, except that a dying kernel does not void the whole notebook.
 
@@ -127,6 +146,34 @@ class ResilientExecute(Execute):
             if not any(e == "KernelOutOfMemory" for e, _ in STOPPED) and \
                     kernel_memory.oom_killed(getattr(self, "km", None)):
                 STOPPED.append(("KernelOutOfMemory", "a process the kernel started"))
+
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's output handling, with each cell's outputs capped at
+        :data:`MAX_CELL_OUTPUT` characters: past it, a note, then nothing more is kept (so
+        a cell printing hundreds of megabytes costs the grader no memory nor time)."""
+        if not hasattr(self, "_output_sizes"):
+            self._output_sizes = {}
+        key = msg.get("parent_header", {}).get("msg_id")
+        used = self._output_sizes.get(key, 0)
+        if used > MAX_CELL_OUTPUT:
+            return None  # the note was added
+        from nbformat.v4 import output_from_msg
+
+        try:
+            size = _size(output_from_msg(msg))
+        except ValueError:
+            size = 0
+        if used + size <= MAX_CELL_OUTPUT:
+            self._output_sizes[key] = used + size
+            return super().output(outs, msg, display_id, cell_index)
+        self._output_sizes[key] = MAX_CELL_OUTPUT + 1
+        note = OUTPUT_CUT.format(mib=MAX_CELL_OUTPUT // 2**20)
+        if msg["msg_type"] == "stream":
+            cut = dict(msg, content=dict(msg["content"], text=msg["content"]["text"][
+                :max(0, MAX_CELL_OUTPUT - used)] + note))
+            return super().output(outs, cut, None, cell_index)
+        outs.append(nbformat.v4.new_output("stream", name="stdout", text=note))
+        return None
 
     def _get_timeout(self, cell):
         if cell is not None and cell is getattr(self, "_checker_bounded", None):
@@ -160,6 +207,14 @@ class ResilientExecute(Execute):
         """Run ``cell`` in the learner's kernel (a death recorded, never raised)."""
         try:
             return super().preprocess_cell(cell, resources, index)
+        except CellTimeoutError as exc:
+            if "IOPub" not in str(exc):
+                raise
+            # The cell ended (its reply came) but its output was still arriving: not a
+            # time limit (nbclient's iopub_timeout), the output is cut.
+            cell.outputs.append(nbformat.v4.new_output(
+                "stream", name="stdout", text=IOPUB_LATE.format(s=self.iopub_timeout)))
+            return cell, self.resources
         except DeadKernelError:
             self._dead = True
             STOPPED.append(("DeadKernelError", _where(cell)))
@@ -268,6 +323,11 @@ class TrustedTests:
         ex._checker_bounded = call  # no limit from nbclient: the checker's (Session.serving)
         try:
             ex.execute_cell(call, self._index, store_history=False)
+        except CellTimeoutError as exc:  # output still arriving after the cell ended
+            if "IOPub" not in str(exc):
+                raise
+            call.outputs.append(nbformat.v4.new_output(
+                "stream", name="stdout", text=IOPUB_LATE.format(s=ex.iopub_timeout)))
         except DeadKernelError:
             ex._dead = True
             STOPPED.append(("DeadKernelError", _where(cell)))
