@@ -32,7 +32,6 @@ import secrets
 import signal
 import threading
 import time
-from pathlib import Path
 
 MIB = 2**20
 WATCH_INTERVAL = 0.05
