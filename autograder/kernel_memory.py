@@ -75,6 +75,7 @@ class KernelCgroup:
         if found is None:
             raise OSError(why)
         self.version = found.version
+        _remove_stale(found.parent)
         self.path = found.parent / f"autograder-kernel-{os.getpid()}-{secrets.token_hex(6)}"
         os.mkdir(self.path)
         self.oom_kills = 0
@@ -146,6 +147,31 @@ class KernelCgroup:
                 return
             except OSError:
                 time.sleep(0.01)
+
+
+_STALE_DONE: set = set()
+
+
+def _remove_stale(parent) -> None:
+    """Remove (once per process) the kernel cgroups a grading process that is gone left
+    (it was killed while a kernel ran: the kernel died with it, the empty folder stayed)."""
+    if parent in _STALE_DONE:
+        return
+    _STALE_DONE.add(parent)
+    for path in parent.glob("autograder-kernel-*-*"):
+        try:
+            os.kill(int(path.name.split("-")[2]), 0)
+            continue  # its grading process still runs
+        except (ValueError, IndexError):
+            continue
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
 
 
 def _kib(status: str, field: str) -> int:

@@ -130,6 +130,7 @@ class ResilientExecute(Execute):
 
     def preprocess(self, nb, resources, km=None):
         self._dead = False
+        self.made_km = None  # the kernel manager made for this notebook (the sandbox's)
         STOPPED.clear()
         assignment = resources.get("nbgrader", {}).get("assignment", "") or ""
         self._trusted = TrustedTests(self, nb, assignment) if trusted(assignment) else None
@@ -143,8 +144,9 @@ class ResilientExecute(Execute):
             from autograder import kernel_memory
 
             # A process the kernel started, killed by the cap while the kernel lived on.
+            # (nbclient has dropped its kernel manager by now: the one it made is kept.)
             if not any(e == "KernelOutOfMemory" for e, _ in STOPPED) and \
-                    kernel_memory.oom_killed(getattr(self, "km", None)):
+                    kernel_memory.oom_killed(getattr(self, "made_km", None)):
                 STOPPED.append(("KernelOutOfMemory", "a process the kernel started"))
 
     def output(self, outs, msg, display_id, cell_index):

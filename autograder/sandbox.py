@@ -658,13 +658,15 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._watchdog.start()
 
     def _kernel_pids(self) -> list[int]:
-        """The kernel's processes here (a forked kernel and its descendants; bubblewrap's
-        descendants otherwise)."""
+        """The kernel's processes here, the forked kernel first: every process of its
+        sandbox but the zygote (one kernel at a time; a daemon the kernel started is the
+        zygote's child), or bubblewrap's descendants."""
         proc = getattr(self.provisioner, "process", None) if self.provisioner else None
         if proc is None:
             return []
-        own = [proc.pid] if isinstance(proc, ForkedKernel) else []
-        return own + _descendants(proc.pid)
+        if isinstance(proc, ForkedKernel):
+            return [proc.pid] + [p for p in _descendants(proc.zygote.pid) if p != proc.pid]
+        return _descendants(proc.pid)
 
     def _kernel_tmpfs(self) -> list[str]:
         """The kernel's /tmp and /dev/shm, seen from here through its root."""
@@ -761,7 +763,7 @@ def _sandboxed_execute_class():
             self.kernel_manager_class = SandboxedKernelManager
             km = super().create_kernel_manager()
             km.assignment = self.resources.get("nbgrader", {}).get("assignment", "") or ""
-            self.km = km
+            self.km = self.made_km = km
             return km
 
         def preprocess(self, nb, resources, km=None):

@@ -155,11 +155,13 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
         from autograder import kernel_memory
 
         events.pop(Status.KERNEL_DIED, None)
-        died = "; later tests scored 0" if "DeadKernelError" in errors else ""
+        counted = (f"the memory cap ({kernel_memory.cap() // 2**20} MiB, shared memory and "
+                   "/tmp, /dev/shm files included)")
         events[Status.OUT_OF_MEMORY] = (
-            f"the kernel used more than the memory cap ({kernel_memory.cap() // 2**20} MiB, "
-            f"shared memory and /tmp, /dev/shm files included) and was stopped in "
-            f"{', '.join(oom)}{died}")
+            f"the kernel used more than {counted} and was stopped in {', '.join(oom)}; "
+            "later tests scored 0" if "DeadKernelError" in errors else
+            f"a process the kernel started used more than {counted} and was stopped; the "
+            "kernel went on")
         errors.pop("MemoryError", None)
     if "MemoryError" in errors:
         events[Status.OUT_OF_MEMORY] = f"MemoryError in {', '.join(errors['MemoryError'])}"
