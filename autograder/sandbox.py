@@ -7,6 +7,9 @@ Each kernel that grades a submission runs inside ``bwrap`` (the sandbox Flatpak 
   (``--die-with-parent``, the sandbox's init is PID 1 of its namespace);
 - a root file system that shows only what a kernel needs, read-only: ``/usr``, ``/etc``,
   the Python installation and the virtual environment; a fresh ``/tmp`` and ``$HOME``;
+- the memory cap (``grade --memory-mb``) on every page the kernel makes resident: a memory
+  cgroup per kernel, or a watchdog where none can be made, and ``/tmp`` and ``/dev/shm``
+  of at most the cap each (:mod:`autograder.kernel_memory`);
 - a writable *scratch copy* of the submission's folder, mounted where the folder is, so
   relative paths work and nothing the learner writes reaches the real one;
 - the public part of the course's Python package (:data:`KERNEL_FILES`: the visible
@@ -83,7 +86,7 @@ def sandbox_error() -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def bwrap_has_size() -> bool:
-    """Whether this bubblewrap has ``--size`` (a tmpfs of at most N bytes; 0.7 and later)."""
+    """Whether this bubblewrap has ``--size`` (a tmpfs of at most N bytes)."""
     try:
         done = subprocess.run([bwrap(), "--help"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError, TypeError):
