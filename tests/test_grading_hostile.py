@@ -155,3 +155,16 @@ def test_the_resident_memory_sum_counts_tmpfs_and_shared_pages(tmp_path):
     assert after - before >= 60 << 20, (before, after)
     assert kernel_memory.mode() in ("watchdog", "cgroup v1", "cgroup v2")
     assert (kernel_memory.mode() == "watchdog") == (peak_probe.cgroup_error() is not None)
+
+
+def test_output_arriving_late_is_never_called_a_timeout():
+    """nbclient's IOPub timeout comes after the cell ended: were it ever to end a run, the
+    row says what happened, never that a cell ran past the time limit."""
+    from autograder.grading.autograde import classify_failure
+
+    log = ("nbclient.exceptions.CellTimeoutError: A cell timed out while it was being "
+           "executed, after 4 seconds.\nThe message was: Timeout waiting for IOPub output.\n")
+    status, detail = classify_failure(log)
+    assert status.value == "error" and "not a time limit" in detail, (status, detail)
+    status, _ = classify_failure("CellTimeoutError: Timeout waiting for execute reply (20s)")
+    assert status.value == "timeout"

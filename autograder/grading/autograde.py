@@ -47,6 +47,9 @@ def classify_failure(log: str) -> tuple[Status, str]:
     """(status, detail) of a run of nbgrader autograde that failed, from its log."""
     if "DeadKernelError" in log or "Kernel died" in log or "kernel died" in log:
         return Status.KERNEL_DIED, "the notebook's kernel died (crash, os._exit or out of memory)"
+    if "Timeout waiting for IOPub output" in log:  # the cell had ended: no time limit
+        return Status.ERROR, ("grader error: a cell's output was still arriving after the cell "
+                              "ended (nbclient's IOPub timeout); not a time limit")
     if "CellTimeoutError" in log or "Timeout waiting for execute reply" in log:
         return Status.TIMEOUT, "a cell ran longer than the time limit"
     tail = [ln for ln in log.strip().splitlines() if ln.strip()][-1:] or ["no output"]
