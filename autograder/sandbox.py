@@ -733,6 +733,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         watchdog = getattr(self, "_watchdog", None)
         if watchdog is not None:
             watchdog.stop()
+            self.log.info("memory watchdog: peak %d MiB of %d (%s)", watchdog.peak // 2**20,
+                          watchdog.limit // 2**20, "stopped" if watchdog.fired else "under")
         zygote = getattr(self, "_zygote", None)
         if zygote is not None:  # the kernel's leftovers killed, its files wiped
             self._zygote = None
