@@ -7,7 +7,7 @@ import signal
 from pathlib import Path
 
 import nbformat
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import ClearSolutions, DeduplicateIds, Execute, NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
@@ -100,6 +100,25 @@ class RestoreOrder(NbGraderPreprocessor):
         return nb, resources
 
 
+# What one cell's outputs may hold (stream text, each display's data): far above any honest
+# cell (the course's notebooks print a few KiB); the rest is dropped as it arrives.
+MAX_CELL_OUTPUT = 2**20
+OUTPUT_CUT = ("\n[output cut: this cell's output passed {mib} MiB; the rest is not kept "
+              "(grading limit)]\n")
+IOPUB_LATE = ("\n[output cut: the rest of this cell's output had not arrived {s} s after "
+              "the cell ended; it is not kept]\n")
+
+
+def _size(out) -> int:
+    """Characters an output holds (its text, or its data's values)."""
+    if out.get("output_type") == "stream":
+        text = out.get("text", "")
+        return len(text) if isinstance(text, str) else sum(len(t) for t in text)
+    data = out.get("data") or {}
+    return sum(len(v) if isinstance(v, str) else len(str(v)) for v in data.values()) + \
+        len(str(out.get("traceback", ""))) + len(str(out.get("evalue", "")))
+
+
 class ResilientExecute(Execute):
     """nbgrader's Execute, except that a dying kernel does not void the whole notebook.
 
@@ -111,6 +130,7 @@ class ResilientExecute(Execute):
 
     def preprocess(self, nb, resources, km=None):
         self._dead = False
+        self.made_km = None  # the kernel manager made for this notebook (the sandbox's)
         STOPPED.clear()
         assignment = resources.get("nbgrader", {}).get("assignment", "") or ""
         self._trusted = TrustedTests(self, nb, assignment) if trusted(assignment) else None
@@ -121,6 +141,41 @@ class ResilientExecute(Execute):
         finally:
             if self._trusted is not None:
                 self._trusted.close()
+            from autograder import kernel_memory
+
+            # A process the kernel started, killed by the cap while the kernel lived on.
+            # (nbclient has dropped its kernel manager by now: the one it made is kept.)
+            if not any(e == "KernelOutOfMemory" for e, _ in STOPPED) and \
+                    kernel_memory.oom_killed(getattr(self, "made_km", None)):
+                STOPPED.append(("KernelOutOfMemory", "a process the kernel started"))
+
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's output handling, with each cell's outputs capped at
+        :data:`MAX_CELL_OUTPUT` characters: past it, a note, then nothing more is kept (so
+        a cell printing hundreds of megabytes costs the grader no memory nor time)."""
+        if not hasattr(self, "_output_sizes"):
+            self._output_sizes = {}
+        key = msg.get("parent_header", {}).get("msg_id")
+        used = self._output_sizes.get(key, 0)
+        if used > MAX_CELL_OUTPUT:
+            return None  # the note was added
+        from nbformat.v4 import output_from_msg
+
+        try:
+            size = _size(output_from_msg(msg))
+        except ValueError:
+            size = 0
+        if used + size <= MAX_CELL_OUTPUT:
+            self._output_sizes[key] = used + size
+            return super().output(outs, msg, display_id, cell_index)
+        self._output_sizes[key] = MAX_CELL_OUTPUT + 1
+        note = OUTPUT_CUT.format(mib=MAX_CELL_OUTPUT // 2**20)
+        if msg["msg_type"] == "stream":
+            cut = dict(msg, content=dict(msg["content"], text=msg["content"]["text"][
+                :max(0, MAX_CELL_OUTPUT - used)] + note))
+            return super().output(outs, cut, None, cell_index)
+        outs.append(nbformat.v4.new_output("stream", name="stdout", text=note))
+        return None
 
     def _get_timeout(self, cell):
         if cell is not None and cell is getattr(self, "_checker_bounded", None):
@@ -154,14 +209,33 @@ class ResilientExecute(Execute):
         """Run ``cell`` in the learner's kernel (a death recorded, never raised)."""
         try:
             return super().preprocess_cell(cell, resources, index)
+        except CellTimeoutError as exc:
+            if "IOPub" not in str(exc):
+                raise
+            # The cell ended (its reply came) but its output was still arriving: not a
+            # time limit (nbclient's iopub_timeout), the output is cut.
+            cell.outputs.append(nbformat.v4.new_output(
+                "stream", name="stdout", text=IOPUB_LATE.format(s=self.iopub_timeout)))
+            return cell, self.resources
         except DeadKernelError:
             self._dead = True
             STOPPED.append(("DeadKernelError", _where(cell)))
-            cell.outputs.append(_error(
-                "DeadKernelError",
-                "the kernel died while running this cell (os._exit, a crash or running out "
-                "of memory)"))
+            cell.outputs.append(self._death_output(cell, "this cell"))
             return cell, self.resources
+
+    def _death_output(self, cell, what: str):
+        """The error output of the cell the kernel died in; a death by the memory cap is
+        recorded as such (:mod:`autograder.kernel_memory`)."""
+        from autograder import kernel_memory
+
+        if kernel_memory.oom_killed(getattr(self, "km", None)):
+            STOPPED.append(("KernelOutOfMemory", _where(cell)))
+            mib = kernel_memory.cap() // kernel_memory.MIB
+            return _error("MemoryError", f"the kernel was stopped while running {what}: it "
+                          f"used more than the memory cap ({mib} MiB; shared memory, files in "
+                          "/tmp and /dev/shm and the processes it started count)")
+        return _error("DeadKernelError", f"the kernel died while running {what} (os._exit, "
+                      "a crash or running out of memory)")
 
 
 class TrustedTests:
@@ -251,11 +325,15 @@ class TrustedTests:
         ex._checker_bounded = call  # no limit from nbclient: the checker's (Session.serving)
         try:
             ex.execute_cell(call, self._index, store_history=False)
+        except CellTimeoutError as exc:  # output still arriving after the cell ended
+            if "IOPub" not in str(exc):
+                raise
+            call.outputs.append(nbformat.v4.new_output(
+                "stream", name="stdout", text=IOPUB_LATE.format(s=ex.iopub_timeout)))
         except DeadKernelError:
             ex._dead = True
             STOPPED.append(("DeadKernelError", _where(cell)))
-            cell.outputs = call.outputs + [_error(
-                "DeadKernelError", "the kernel died while running this test")]
+            cell.outputs = call.outputs + [ex._death_output(cell, "this test")]
             raise self.checker.CheckStopped("the kernel died while the checker ran this "
                                             "test") from None
         finally:

@@ -7,6 +7,9 @@ Each kernel that grades a submission runs inside ``bwrap`` (the sandbox Flatpak 
   (``--die-with-parent``, the sandbox's init is PID 1 of its namespace);
 - a root file system that shows only what a kernel needs, read-only: ``/usr``, ``/etc``,
   the Python installation and the virtual environment; a fresh ``/tmp`` and ``$HOME``;
+- the memory cap (``grade --memory-mb``) on every page the kernel makes resident: a memory
+  cgroup per kernel, or a watchdog where none can be made, and ``/tmp`` and ``/dev/shm``
+  of at most the cap each (:mod:`autograder.kernel_memory`);
 - a writable *scratch copy* of the submission's folder, mounted where the folder is, so
   relative paths work and nothing the learner writes reaches the real one;
 - the public part of the course's Python package (:data:`KERNEL_FILES`: the visible
@@ -46,6 +49,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
+from autograder import kernel_memory
 from autograder.memory import child_pids
 
 PACKAGE = Path(__file__).resolve().parent
@@ -78,6 +82,29 @@ def sandbox_error() -> str | None:
     if done.returncode != 0 or done.stdout.strip() != "ok":
         return f"bwrap could not start a sandbox: {(done.stderr or done.stdout).strip()[:300]}"
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def bwrap_has_size() -> bool:
+    """Whether this bubblewrap has ``--size`` (a tmpfs of at most N bytes)."""
+    try:
+        done = subprocess.run([bwrap(), "--help"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError, TypeError):
+        return False
+    return "--size" in (done.stdout + done.stderr)
+
+
+def _scratch_tmpfs() -> list[str]:
+    """The sandbox's ``/dev/shm`` and ``/tmp``: tmpfs mounts of at most the memory cap each
+    (:mod:`autograder.kernel_memory`)."""
+    size = kernel_memory.tmpfs_size_args()
+    return [*size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp"]
+
+
+# Run with -I -S -c: enter the kernel's memory cgroup, then become bubblewrap (whose
+# sandbox, forked after this, starts in it).
+_ENTER_CGROUP = ("import os, sys\nwith open(sys.argv[1], 'w') as f:\n    f.write(str(os.getpid()))"
+                 "\nos.execv(sys.argv[2], sys.argv[2:])")
 
 
 def _system_binds() -> list[str]:
@@ -280,7 +307,7 @@ class Zygote:
                    PYTHONDONTWRITEBYTECODE="1", IPYTHONDIR="/tmp/ipython")
         run = self.root / "run"
         box = [bwrap(), "--unshare-all", "--die-with-parent", "--as-pid-1", "--cap-drop", "ALL",
-               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp",
+               "--proc", "/proc", "--dev", "/dev", *_scratch_tmpfs(),
                *_system_binds(),
                "--bind", str(run), str(run),
                "--bind", str(self.root / "course"), COURSE_DIR,
@@ -548,6 +575,12 @@ class SandboxedKernelManager(AsyncKernelManager):
         if error:
             raise RuntimeError(f"no sandbox for the grading kernel: {error}")
         self._zygote = zygote_for(self.assignment) if warm_kernels() else None
+        self._cgroup = self._watchdog = None
+        if kernel_memory.cap():
+            try:
+                self._cgroup = kernel_memory.KernelCgroup(kernel_memory.cap())
+            except OSError:  # no cgroup here: the watchdog caps it (once it runs)
+                self._cgroup = None
         if self._zygote is not None:  # a fork of the warm sandbox's interpreter
             cwd = Path(kw.get("cwd") or os.getcwd()).resolve()
             run, name = self._zygote.prepare(cwd, self.assignment)
@@ -596,22 +629,68 @@ class SandboxedKernelManager(AsyncKernelManager):
         # bwrap applies mounts in order: the empty /tmp comes before the binds, so that a
         # course (and its .venv) cloned under /tmp is still visible, read-only, inside.
         box = [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp",
+               "--proc", "/proc", "--dev", "/dev", *_scratch_tmpfs(),
                *_system_binds(),
                "--bind", str(run), str(run),
                "--bind", str(self.scratch / "course"), COURSE_DIR,
                "--bind", str(work), str(cwd), "--chdir", str(cwd), "--clearenv"]
         for k, v in kept.items():
             box += ["--setenv", k, v]
+        if self._cgroup is not None:  # bubblewrap starts in the kernel's memory cgroup
+            box = [sys.executable, "-I", "-S", "-c", _ENTER_CGROUP, self._cgroup.procs_file(),
+                   *box]
         return [*box, "--", *inner, *args]
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
         if getattr(self, "_zygote", None) is None:
-            return await super()._async_launch_kernel(kernel_cmd, **kw)
-        proc = self._zygote.fork(self._fork)
-        prov = self.provisioner
-        prov.process, prov.pid, prov.pgid, prov.cwd = proc, proc.pid, None, kw.get("cwd")
-        self._reconcile_connection_info(prov.connection_info)
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+        else:
+            proc = self._zygote.fork(self._fork)
+            if self._cgroup is not None:  # before any cell runs: ipykernel is starting
+                try:
+                    self._cgroup.add(proc.pid)
+                except OSError:
+                    self._cgroup.close()
+                    self._cgroup = None
+            prov = self.provisioner
+            prov.process, prov.pid, prov.pgid, prov.cwd = proc, proc.pid, None, kw.get("cwd")
+            self._reconcile_connection_info(prov.connection_info)
+        if self._cgroup is None and kernel_memory.cap():
+            self._watchdog = kernel_memory.Watchdog(
+                kernel_memory.cap(), self._kernel_pids, self._kernel_tmpfs, self._kill_all)
+            self._watchdog.start()
+
+    def _kernel_pids(self) -> list[int]:
+        """The kernel's processes here, the forked kernel first: every process of its
+        sandbox but the zygote (one kernel at a time; a daemon the kernel started is the
+        zygote's child), or bubblewrap's descendants."""
+        proc = getattr(self.provisioner, "process", None) if self.provisioner else None
+        if proc is None:
+            return []
+        if isinstance(proc, ForkedKernel):
+            return [proc.pid] + [p for p in _descendants(proc.zygote.pid) if p != proc.pid]
+        return _descendants(proc.pid)
+
+    def _kernel_tmpfs(self) -> list[str]:
+        """The kernel's /tmp and /dev/shm, seen from here through its root."""
+        pids = self._kernel_pids()
+        return [f"/proc/{pids[0]}/root{d}" for d in ("/tmp", "/dev/shm")] if pids else []
+
+    def _kill_all(self) -> None:
+        """SIGKILL to the kernel and every process it started (the memory cap)."""
+        for pid in reversed(self._kernel_pids()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def memory_exceeded(self) -> bool:
+        """Whether the memory cap stopped a process of this kernel (the cgroup's OOM killer
+        or the watchdog; :mod:`autograder.kernel_memory`)."""
+        cgroup, watchdog = getattr(self, "_cgroup", None), getattr(self, "_watchdog", None)
+        if cgroup is not None and cgroup.read_oom_kills() > 0:
+            return True
+        return bool(watchdog is not None and watchdog.fired) or getattr(self, "_oom", False)
 
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
         # jupyter_client looks every 0.1 s whether a killed kernel has exited; a kernel of
@@ -651,10 +730,20 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._remove_scratch()
 
     def _remove_scratch(self) -> None:
+        watchdog = getattr(self, "_watchdog", None)
+        if watchdog is not None:
+            watchdog.stop()
+            self.log.info("memory watchdog: peak %d MiB of %d (%s)", watchdog.peak // 2**20,
+                          watchdog.limit // 2**20, "stopped" if watchdog.fired else "under")
         zygote = getattr(self, "_zygote", None)
         if zygote is not None:  # the kernel's leftovers killed, its files wiped
             self._zygote = None
             zygote.release()
+        cgroup = getattr(self, "_cgroup", None)
+        if cgroup is not None:  # after its tmpfs files are gone: nothing is left charged
+            self._oom = cgroup.read_oom_kills() > 0 or getattr(self, "_oom", False)
+            cgroup.close()
+            self._cgroup = None
         scratch = getattr(self, "scratch", None)
         if scratch is not None and scratch.is_dir():
             shutil.rmtree(scratch, ignore_errors=True)
@@ -679,7 +768,7 @@ def _sandboxed_execute_class():
             self.kernel_manager_class = SandboxedKernelManager
             km = super().create_kernel_manager()
             km.assignment = self.resources.get("nbgrader", {}).get("assignment", "") or ""
-            self.km = km
+            self.km = self.made_km = km
             return km
 
         def preprocess(self, nb, resources, km=None):

@@ -47,6 +47,9 @@ def classify_failure(log: str) -> tuple[Status, str]:
     """(status, detail) of a run of nbgrader autograde that failed, from its log."""
     if "DeadKernelError" in log or "Kernel died" in log or "kernel died" in log:
         return Status.KERNEL_DIED, "the notebook's kernel died (crash, os._exit or out of memory)"
+    if "Timeout waiting for IOPub output" in log:  # the cell had ended: no time limit
+        return Status.ERROR, ("grader error: a cell's output was still arriving after the cell "
+                              "ended (nbclient's IOPub timeout); not a time limit")
     if "CellTimeoutError" in log or "Timeout waiting for execute reply" in log:
         return Status.TIMEOUT, "a cell ran longer than the time limit"
     tail = [ln for ln in log.strip().splitlines() if ln.strip()][-1:] or ["no output"]
@@ -143,13 +146,26 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
     errors = output_events(workspace / "autograded" / sub.student_id / sub.assignment / name)
     # A dead kernel and a cell past the time limit as the grader saw them (an output's error
     # name is the learner's to choose: a raised class named DeadKernelError is not a death).
-    for ename in ("DeadKernelError", "CellTimeoutError"):
+    for ename in ("DeadKernelError", "CellTimeoutError", "KernelOutOfMemory"):
         errors[ename] = [where for e, where in STOPPED if e == ename]
         if not errors[ename]:
             del errors[ename]
     if "DeadKernelError" in errors:
         events[Status.KERNEL_DIED] = (f"the kernel died in {errors['DeadKernelError'][0]}; "
                                       "later tests scored 0")
+    oom = errors.pop("KernelOutOfMemory", [])
+    if oom:  # the memory cap's cgroup or watchdog stopped the kernel (kernel_memory)
+        from autograder import kernel_memory
+
+        events.pop(Status.KERNEL_DIED, None)
+        counted = (f"the memory cap ({kernel_memory.cap() // 2**20} MiB, shared memory and "
+                   "/tmp, /dev/shm files included)")
+        events[Status.OUT_OF_MEMORY] = (
+            f"the kernel used more than {counted} and was stopped in {', '.join(oom)}; "
+            "later tests scored 0" if "DeadKernelError" in errors else
+            f"a process the kernel started used more than {counted} and was stopped; the "
+            "kernel went on")
+        errors.pop("MemoryError", None)
     if "MemoryError" in errors:
         events[Status.OUT_OF_MEMORY] = f"MemoryError in {', '.join(errors['MemoryError'])}"
     if "TamperingDetected" in errors:  # the checker's protocol broken (autograder.checker)

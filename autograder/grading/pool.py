@@ -297,8 +297,13 @@ def main(argv: list[str] | None = None) -> int:
         resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
         # No file a kernel writes (its working folder, its /tmp and /dev/shm, which are
         # memory) grows past the cap either: a write beyond it kills the kernel (SIGXFSZ).
-        # Not a quota: many files can still add up (bubblewrap 0.8 has no tmpfs --size).
         resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
+        # Neither counts shared memory, tmpfs files or a kernel's other processes: each
+        # kernel gets a memory cgroup of the cap (or a watchdog) and tmpfs mounts of at
+        # most the cap (autograder.kernel_memory).
+        from autograder import kernel_memory
+
+        kernel_memory.set_cap(cap)
 
     if args.warm and os.environ.get("AUTOGRADER_SANDBOX") == "1":
         from autograder import sandbox

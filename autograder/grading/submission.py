@@ -42,6 +42,12 @@ class Submission:
 
 # The largest submitted file read (a notebook with its outputs, a timestamp.txt).
 MAX_SUBMITTED_BYTES = 64 * 2**20
+# What a submitted notebook may hold to be graded, checked before nbformat or nbgrader read
+# it (each costs the grader time outside every time limit). The released notebooks have at
+# most 38 cells, 23,000 characters of source and JSON nested 6 deep.
+MAX_CELLS = 1000
+MAX_SOURCE_CHARS = 2_000_000
+MAX_DEPTH = 64
 
 
 class NotAFile(OSError):
@@ -150,7 +156,10 @@ def is_notebook_of(path: Path, assignment: str) -> bool:
     """Whether ``path`` reads as a notebook that pre-validation takes for ``assignment``'s:
     it has a cell of the assignment and its read-only cells are not another's."""
     try:
-        nb = nbformat.reads(read_submitted(path).decode("utf-8"), as_version=4)
+        text = read_submitted(path).decode("utf-8")
+        if beyond_limits(json.loads(text)):  # not read further: a notebook too large
+            return False
+        nb = nbformat.reads(text, as_version=4)
         released = set(released_cells(assignment))  # none: an unknown assignment
     except Exception:  # noqa: BLE001 - unreadable, not JSON, not a notebook: not of it
         return False
@@ -181,6 +190,12 @@ def prevalidate(sub: Submission) -> tuple[nbformat.NotebookNode | None, tuple[St
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return None, (Status.INVALID_NOTEBOOK, f"not valid JSON ({exc})")
+    except RecursionError:
+        return None, (Status.INVALID_NOTEBOOK, f"its JSON is nested deeper than the "
+                      f"{MAX_DEPTH} levels a notebook may have")
+    too_much = beyond_limits(data)
+    if too_much:
+        return None, (Status.INVALID_NOTEBOOK, too_much)
     try:
         sub.converted = int(data.get("nbformat", 4)) < 4
         nb = nbformat.reads(json.dumps(data), as_version=4)
@@ -204,6 +219,36 @@ def prevalidate(sub: Submission) -> tuple[nbformat.NotebookNode | None, tuple[St
     if bad_time:
         return None, (Status.ERROR, bad_time)
     return nb, None
+
+
+def beyond_limits(data) -> str:
+    """What makes the parsed JSON ``data`` of a notebook too large to grade ("" when
+    nothing does): more than :data:`MAX_CELLS` cells, more than :data:`MAX_SOURCE_CHARS`
+    characters of cell source in all, or JSON nested deeper than :data:`MAX_DEPTH`."""
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if isinstance(cells, list):
+        if len(cells) > MAX_CELLS:
+            return (f"it has {len(cells)} cells, more than the {MAX_CELLS} a notebook may "
+                    "have to be graded")
+        chars = 0
+        for c in cells:
+            src = c.get("source", "") if isinstance(c, dict) else ""
+            chars += len(src) if isinstance(src, str) else sum(
+                len(x) for x in src if isinstance(x, str)) if isinstance(src, list) else 0
+        if chars > MAX_SOURCE_CHARS:
+            return (f"its cells hold {chars:,} characters of source, more than the "
+                    f"{MAX_SOURCE_CHARS:,} a notebook may have to be graded")
+    stack = [(data, 1)]  # iteratively: a recursion is what the limit protects
+    while stack:
+        obj, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return (f"its JSON is nested more than {MAX_DEPTH} levels deep, deeper than a "
+                    "notebook may be to be graded")
+        if isinstance(obj, dict):
+            stack.extend((v, depth + 1) for v in obj.values() if isinstance(v, (dict, list)))
+        elif isinstance(obj, list):
+            stack.extend((v, depth + 1) for v in obj if isinstance(v, (dict, list)))
+    return ""
 
 
 def check_timestamp(path: Path) -> str:

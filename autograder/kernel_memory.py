@@ -1,0 +1,235 @@
+"""The memory cap of a grading kernel (``grade --memory-mb M``): every page it makes resident.
+
+A grading worker (:mod:`autograder.grading.pool`) sets :func:`set_cap` and the resource
+limits before anything else: ``RLIMIT_DATA`` (heap and private writable mappings: an
+allocation past it raises ``MemoryError`` in the learner's cell) and ``RLIMIT_FSIZE`` (no
+single file past M). Neither counts shared memory: ``mmap.mmap(-1, n)`` (shared anonymous
+pages), files written to the sandbox's ``/tmp`` or ``/dev/shm`` (tmpfs, that is memory),
+``memfd_create``, System V segments, or the memory of the processes a kernel starts. So:
+
+- each kernel runs in a **memory cgroup of its own** (:class:`KernelCgroup`) made by the
+  grader where it can make one (the cgroup v1 memory controller, or a delegated cgroup v2
+  subtree in ``$AUTOGRADER_CGROUP``: :func:`autograder.peak_probe.cgroup_error`), limited to
+  M without swap. Everything the kernel and its processes make resident is charged to it:
+  anonymous and shared pages, tmpfs files, page cache, the kernel's own buffers. Past M the
+  kernel's processes are killed by the operating system's OOM killer; the grader reads the
+  cgroup's OOM-kill count and the submission's status is ``out-of-memory``, not
+  ``kernel-died`` (:func:`oom_killed`);
+- the sandbox's ``/tmp`` and ``/dev/shm`` are tmpfs mounts of at most M bytes each
+  (bubblewrap's ``--size``, :func:`tmpfs_size_args`), with or without a cgroup;
+- where no cgroup can be made, a thread of the grader (:class:`Watchdog`) adds up, every
+  :data:`WATCH_INTERVAL` seconds, the resident anonymous and shared memory of every process
+  of the kernel's sandbox and what its ``/tmp`` and ``/dev/shm`` hold, and kills the kernel
+  past M (the status is ``out-of-memory`` too). It samples: memory touched faster than it
+  looks can exceed M by what is written in one interval, never by gigabytes.
+  :func:`mode` says which applies.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import threading
+import time
+
+MIB = 2**20
+WATCH_INTERVAL = 0.05
+_CAP = [0]  # bytes; 0: no cap (``check``, a test calling nbgrader directly)
+
+
+def set_cap(cap_bytes: int) -> None:
+    """The memory cap of every kernel this process starts (0: none)."""
+    _CAP[0] = max(0, int(cap_bytes))
+
+
+def cap() -> int:
+    """The memory cap of a kernel in bytes (0: none)."""
+    return _CAP[0]
+
+
+def tmpfs_size_args() -> list[str]:
+    """bubblewrap's ``--size M`` to put before a ``--tmpfs`` (nothing without a cap or
+    where this bubblewrap lacks the option)."""
+    from autograder import sandbox
+
+    return ["--size", str(cap())] if cap() and sandbox.bwrap_has_size() else []
+
+
+def mode() -> str:
+    """How a kernel's memory is capped here: ``cgroup v1``, ``cgroup v2`` or ``watchdog``."""
+    from autograder import peak_probe
+
+    found, _why = peak_probe._hierarchy()
+    return f"cgroup v{found.version}" if found is not None else "watchdog"
+
+
+class KernelCgroup:
+    """One kernel's memory cgroup ``parent/autograder-kernel-PID-HEX``, limited to ``limit``
+    bytes without swap. Raises OSError where it cannot be made."""
+
+    def __init__(self, limit: int):
+        from autograder import peak_probe
+
+        found, why = peak_probe._hierarchy()
+        if found is None:
+            raise OSError(why)
+        self.version = found.version
+        _remove_stale(found.parent)
+        self.path = found.parent / f"autograder-kernel-{os.getpid()}-{secrets.token_hex(6)}"
+        os.mkdir(self.path)
+        self.oom_kills = 0
+        try:
+            if self.version == 2:
+                self._write("memory.max", str(limit))
+                self._write("memory.swap.max", "0", optional=True)
+            else:
+                self._write("memory.limit_in_bytes", str(limit))
+                self._write("memory.memsw.limit_in_bytes", str(limit), optional=True)
+        except OSError:
+            self.close()
+            raise
+
+    def _write(self, name: str, text: str, optional: bool = False) -> None:
+        try:
+            with open(self.path / name, "w", encoding="ascii") as f:
+                f.write(text)
+        except OSError:
+            if not optional:  # swap accounting off: there is no swap to account
+                raise
+
+    def add(self, pid: int) -> None:
+        """Put process ``pid`` (and, cgroup v1 and v2, all its threads) in the cgroup."""
+        self._write("cgroup.procs", str(pid))
+
+    def procs_file(self) -> str:
+        return str(self.path / "cgroup.procs")
+
+    def read_oom_kills(self) -> int:
+        """Processes of the cgroup the OOM killer killed (kept after :meth:`close`)."""
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        try:
+            for line in (self.path / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    self.oom_kills = max(self.oom_kills, int(value))
+        except (OSError, ValueError):
+            pass
+        return self.oom_kills
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+    def close(self) -> None:
+        """Kill what is left in the cgroup and remove it (its OOM count is kept)."""
+        if not self.path.is_dir():
+            return
+        self.read_oom_kills()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            pids = self.pids()
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.01)
+        for _ in range(200):  # an exiting process leaves its cgroup a moment later
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)
+
+
+_STALE_DONE: set = set()
+
+
+def _remove_stale(parent) -> None:
+    """Remove (once per process) the kernel cgroups a grading process that is gone left
+    (it was killed while a kernel ran: the kernel died with it, the empty folder stayed)."""
+    if parent in _STALE_DONE:
+        return
+    _STALE_DONE.add(parent)
+    for path in parent.glob("autograder-kernel-*-*"):
+        try:
+            os.kill(int(path.name.split("-")[2]), 0)
+            continue  # its grading process still runs
+        except (ValueError, IndexError):
+            continue
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
+def _kib(status: str, field: str) -> int:
+    for line in status.splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def resident_bytes(pids: list[int], roots: list[str]) -> int:
+    """Resident anonymous and shared memory of ``pids`` plus what the tmpfs folders
+    ``roots`` hold (a shared page counts once per process mapping it)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii") as f:
+                status = f.read()
+        except OSError:
+            continue
+        total += (_kib(status, "RssAnon") + _kib(status, "RssShmem")) * 1024
+    for root in roots:
+        try:
+            st = os.statvfs(root)
+        except OSError:
+            continue
+        total += (st.f_blocks - st.f_bfree) * st.f_frsize
+    return total
+
+
+class Watchdog(threading.Thread):
+    """Where no cgroup can be made: kill the kernel once the resident memory of its
+    processes (``pids()``) and its tmpfs folders (``roots()``) pass ``limit``."""
+
+    def __init__(self, limit: int, pids, roots, kill):
+        super().__init__(daemon=True, name="autograder-memory-watchdog")
+        self.limit, self._pids, self._roots, self._kill = limit, pids, roots, kill
+        self.fired = False
+        self.peak = 0
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop.wait(WATCH_INTERVAL):
+            try:
+                used = resident_bytes(self._pids(), self._roots())
+            except Exception:  # noqa: BLE001 - a process gone between two reads
+                continue
+            self.peak = max(self.peak, used)
+            if used > self.limit:
+                self.fired = True
+                self._kill()
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def oom_killed(km) -> bool:
+    """Whether the memory cap stopped a process of ``km``'s kernel (a
+    :class:`autograder.sandbox.SandboxedKernelManager`; False for any other)."""
+    check = getattr(km, "memory_exceeded", None)
+    return bool(check()) if callable(check) else False
