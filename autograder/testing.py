@@ -75,8 +75,9 @@ def error_kind(exc: BaseException | None = None, *, kinds: list | tuple = ()) ->
     """The name of the built-in exception class ``exc`` is (or, for an exception reported as
     data, the first built-in name of ``kinds``): ``ValueError`` for a learner's
     ``class Row1p25(ValueError)``, whose name could carry an input; ``Exception`` when none."""
-    if exc is not None:
-        kinds = [k.__name__ for k in type(exc).__mro__]
+    if exc is not None:  # a built-in class itself, never a class that only bears its name
+        return next(k.__name__ for k in type(exc).__mro__
+                    if getattr(builtins, k.__name__, None) is k)
     for k in kinds:
         cls = getattr(builtins, k, None) if type(k) is str else None
         if isinstance(cls, type) and issubclass(cls, BaseException):

@@ -304,3 +304,18 @@ def test_a_check_of_the_trusted_side_shows_no_learner_message_even_from_a_visibl
         check["judge"](leaky)
     assert str(failed.value) == ("softmax of a row of 1: raised ValueError (a hidden case: "
                                  "its message is not shown)")
+
+
+def test_a_hidden_case_names_the_built_in_class_not_one_bearing_its_name():
+    """A learner's class named after another built-in (``OverflowError`` deriving from
+    ValueError, as the checker's stand-in for it is) is named by the built-in it is."""
+    from autograder import testing
+    from autograder.checker import _learner_exception
+
+    posing = _learner_exception({"type": "OverflowError", "kinds": ["ValueError"],
+                                 "message": "HIDDEN"})
+    assert type(posing).__name__ == "OverflowError"
+    assert testing.error_kind(posing) == "ValueError"
+    with testing.hidden_part():
+        assert testing.raised(posing) == ("ValueError (a hidden case: its message is not "
+                                          "shown)")
