@@ -255,3 +255,22 @@ def test_a_class_with_a_refused_id_and_several_notebooks_is_graded(tmp_path):
     assert got == {"alice": ("graded", 14.0), "DOMAIN_bob": ("graded", 14.0),
                    "carol": ("graded", 14.0), "dan": ("graded", 14.0)}
     assert "graded 2 submission(s)" in proc.stdout, proc.stdout
+
+
+def test_moodle_leaves_out_two_ids_that_are_one_once_normalised(tmp_path, capsys):
+    """Moodle would put the grades of NFC "José" and NFD "Jose\\u0301" on one user: both
+    are listed, neither is in the file."""
+    from autograder import cli
+    from autograder.grading.results import Row, save_state
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    save_state(ws, {(s, A): Row(s, A, status=Status.INVALID_STUDENT_ID, detail="ambiguous")
+                    for s in ("Jos\u00e9", "Jose\u0301")}
+               | {("alice", A): Row("alice", A, status=Status.INVALID_NOTEBOOK, detail="x")})
+    assert cli.main(["export", "--workspace", str(ws), "--moodle", "username"]) == 1
+    err = capsys.readouterr().err
+    assert "'Jos\\xe9': another folder is the same id once normalised" in err, err
+    assert "'Jose\\u0301': another folder is the same id once normalised" in err, err
+    lines = (ws / "moodle-import.csv").read_text(encoding="utf-8").splitlines()
+    assert lines == [f"username,{A}", "alice,0"]
