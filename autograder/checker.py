@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from autograder import wire
+from autograder import testing, wire
 
 def visible_part(source: str) -> str:
     """A test cell's source without its hidden part: what the learner's released notebook
@@ -860,10 +860,18 @@ def run_test(session: Session, source: str, setup: dict, where: str) -> tuple[st
                 if hidden != state["hidden"]:
                     state["hidden"] = hidden
                     session.phase(hidden)
-                exec(compile(code, f"<test {where}>", "exec"), ns)
+                with testing.hidden_part(hidden):
+                    exec(compile(code, f"<test {where}>", "exec"), ns)
         except (ProtocolError, CheckStopped):
             raise
         except BaseException as exc:  # noqa: BLE001 - the verdict of a failing check
+            if state["hidden"] and not (isinstance(exc, AssertionError)
+                                        and type(exc).__module__ != "learner"):
+                # Not a check's verdict (CheckFailed, whose messages show no hidden value)
+                # but an exception out of the learner's code or of comparing its result: its
+                # message and class name can carry the hidden inputs.
+                return testing.error_kind(exc), ("raised in a hidden part of the test (its "
+                                                 "message is not shown)")
             return type(exc).__name__, str(exc)[:4000]
         finally:
             ns.keep()

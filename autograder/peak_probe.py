@@ -130,7 +130,7 @@ if sys.stdin.readline() != "go\n":
 sys.stdin.close()
 
 run_cells(request["cells"], ns)
-reply, data = {}, b""
+reply, data, whole = {}, b"", None
 try:
     fn = ns[request["name"]]
 except KeyError:
@@ -149,10 +149,14 @@ else:
             value["shape"] = [int(n) for n in plain.shape][:32]
             value["dtype"] = str(plain.dtype)[:100]
             rows = request["rows"]
-            if rows and plain.dtype == np.float64 and plain.ndim == 2 and \
+            if rows is None and plain.dtype == np.float64 and plain.ndim == 2 and \
+                    plain.size * 8 <= request["max_bytes"]:
+                whole = plain  # sent as it is, 64 rows at a time: no copy of it here
+                value["nbytes"] = plain.size * 8
+            elif rows and plain.dtype == np.float64 and plain.ndim == 2 and \
                     plain.shape[0] > max(rows):
                 data = np.ascontiguousarray(plain[rows]).tobytes()
-        value["nbytes"] = len(data)
+        value.setdefault("nbytes", len(data))
         reply["value"] = value
     except BaseException as exc:
         import builtins
@@ -166,6 +170,9 @@ else:
         reply = {"raised": {"type": type(exc).__name__[:200], "kinds": kinds,
                             "message": message}}
 _out.write(json.dumps(reply).encode() + b"\n" + data)
+if whole is not None:
+    for i in range(0, whole.shape[0], 64):
+        _out.write(np.ascontiguousarray(whole[i:i + 64]).data)
 _out.close()
 os._exit(0)  # no atexit handler or thread of the learner's runs after the answer
 '''
@@ -454,7 +461,8 @@ class Measured:
 
     ``peak``: bytes (None when the call did not complete); ``how``: how it was measured;
     ``value``: the result's ``type`` name, ``ndarray`` (bool), ``shape``, ``dtype`` and
-    ``rows`` (the requested rows as a float64 array, when it is a 2-D float64 array);
+    ``rows`` (the whole result, or the requested rows, as a float64 array, when it is a 2-D
+    float64 array);
     ``raised``: the exception the call raised (``type``, ``kinds``, ``message``);
     ``missing``: the solution cells define no such name; ``error``: why the probe gave no
     answer (time limit, memory limit, a broken answer); ``baseline``: bytes resident in
@@ -608,7 +616,7 @@ def _header(out: bytearray) -> dict:
     return reply
 
 
-def _answer(out: bytearray, rows: list[int], measured: Measured) -> None:
+def _answer(out: bytearray, rows: list[int] | None, measured: Measured) -> None:
     """Fill ``measured`` from the probe's answer (checked before it is read)."""
     reply = _header(out)
     data = bytes(out[out.index(b"\n") + 1:])
@@ -639,11 +647,13 @@ def _answer(out: bytearray, rows: list[int], measured: Measured) -> None:
     if value["nbytes"]:
         import numpy as np
 
-        width = measured.value.get("shape", (0, 0))[1:2] or (0,)
-        if value["nbytes"] != len(data) or len(data) != len(rows) * width[0] * 8 or \
+        shape = measured.value.get("shape", (0, 0))
+        width = shape[1:2] or (0,)
+        count = shape[0] if rows is None and len(shape) == 2 else len(rows or ())
+        if value["nbytes"] != len(data) or len(data) != count * width[0] * 8 or \
                 measured.value.get("dtype") != "float64":
             raise _Broken("the rows it sent are not the rows asked for")
-        measured.value["rows"] = np.frombuffer(data, dtype="<f8").reshape(len(rows), width[0])
+        measured.value["rows"] = np.frombuffer(data, dtype="<f8").reshape(count, width[0])
     elif data:
         raise _Broken("bytes after its answer")
     estimate = reply.get("estimate")
@@ -658,13 +668,15 @@ _WARNED: list[str] = []
 
 
 def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tuple[int, ...]],
-                 kwargs: dict, *, seed: int, rows: list[int], warmup: str = "",
+                 kwargs: dict, *, seed: int, rows: list[int] | None = None, warmup: str = "",
                  timeout: float = 60.0) -> Measured:
     """Run ``cells`` after ``setup`` in a fresh probe and measure ``name(*args, **kwargs)``
     there, ``args`` being float64 standard normal arrays of ``shapes`` drawn with ``seed``
     (``numpy.random.default_rng(seed).normal``, one array after another); ``warmup`` is
     the grader's own code run before the baseline (names ``np``, ``args``, ``kwargs``).
-    ``rows`` of the result come back when it is a 2-D float64 array. At most ``timeout``
+    The result comes back whole when it is a 2-D float64 array of at most
+    :data:`MAX_ROWS_BYTES` (``rows`` None, the default; sent from the array itself, so the
+    probe makes no copy of it), or only its ``rows``. At most ``timeout``
     seconds for all of it."""
     from autograder import memory
 
@@ -688,7 +700,8 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
     measured = Measured(how=how)
     request = {"setup": setup, "cells": cells, "name": name, "imports": imported_modules(cells),
                "shapes": [list(s) for s in shapes], "kwargs": kwargs, "seed": seed,
-               "rows": list(rows), "warmup": warmup,
+               "rows": None if rows is None else list(rows), "warmup": warmup,
+               "max_bytes": MAX_ROWS_BYTES,
                "estimate": "" if groups is not None else Path(memory.__file__).read_text()}
     start = time.monotonic()
     deadline = start + limits.backstop(timeout)  # the CPU time: its rlimit
@@ -754,7 +767,7 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
             measured.error = (f"the probe ended (status {proc.returncode}) without an answer"
                               + (f": {pipes.stderr_tail()}" if pipes.stderr_tail() else ""))
             return measured
-        _answer(pipes.out, list(rows), measured)
+        _answer(pipes.out, None if rows is None else list(rows), measured)
         if groups is None and measured.peak is None and measured.value:
             raise _Broken("no estimate came with the result")
         return measured

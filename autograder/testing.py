@@ -12,10 +12,13 @@ NumPy, with the same messages (``tests/test_testing_helpers.py`` compares the tw
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import contextvars
 import dis
 import math
 import numbers
+import sys
 import types
 from typing import Any, Callable
 
@@ -34,6 +37,67 @@ def fail(message: str) -> None:
     raise CheckFailed(message)
 
 
+# Whether the check running now is a hidden part of a test cell: the trusted checker sets
+# it (autograder.checker.run_test). A hidden case's inputs (those of a hidden part, or made
+# by a check of autograder.checks) reach no feedback, so there a learner's exception is
+# shown by its kind only (the message can carry the inputs: ``raise ValueError(f"{row}")``,
+# a Rust ``Err`` text) and no value of the learner's output or of the expected answer is
+# shown, only how far they differ.
+_HIDDEN = contextvars.ContextVar("autograder_hidden_part", default=False)
+
+
+def in_hidden_part() -> bool:
+    """Whether the case being judged now is a hidden one: a hidden part of a test (see
+    :func:`hidden_part`), or a check of :mod:`autograder.checks` (the trusted side, whose
+    inputs no learner sees, even where a visible part calls it)."""
+    if _HIDDEN.get():
+        return True
+    frame = sys._getframe(1)
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith("autograder.checks."):
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextlib.contextmanager
+def hidden_part(hidden: bool = True):
+    """Run the block as a hidden part of a test (``hidden``) or a visible one: the failure
+    messages of the helpers here then show no learner message and no value."""
+    token = _HIDDEN.set(bool(hidden))
+    try:
+        yield
+    finally:
+        _HIDDEN.reset(token)
+
+
+def error_kind(exc: BaseException | None = None, *, kinds: list | tuple = ()) -> str:
+    """The name of the built-in exception class ``exc`` is (or, for an exception reported as
+    data, the first built-in name of ``kinds``): ``ValueError`` for a learner's
+    ``class Row1p25(ValueError)``, whose name could carry an input; ``Exception`` when none."""
+    if exc is not None:  # a built-in class itself, never a class that only bears its name
+        return next(k.__name__ for k in type(exc).__mro__
+                    if getattr(builtins, k.__name__, None) is k)
+    for k in kinds:
+        cls = getattr(builtins, k, None) if type(k) is str else None
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            return k
+    return "Exception"
+
+
+def raised(exc: BaseException | None = None, *, name: str = "", message: str = "",
+           kinds: list | tuple = ()) -> str:
+    """How an exception of the learner's code is named in a failure: ``ValueError: its
+    message`` in a visible case, ``ValueError`` alone in a hidden one (:func:`error_kind`;
+    the message and the class's own name can carry hidden inputs). ``exc``, or one reported
+    as data (``name``, ``message``, ``kinds``: a probe's report)."""
+    if in_hidden_part():
+        return f"{error_kind(exc, kinds=kinds)} (a hidden case: its message is not shown)"
+    if exc is not None:
+        name, message = type(exc).__name__, str(exc)
+    return f"{name}: {message}" if str(message) else str(name)
+
+
 def call_learner(fn: Callable, *args, what: str, within=None,
                  hint: Callable[[BaseException], str] | None = None, **kwargs):
     """Call a learner's function; turn the stub or any exception into a clear failure.
@@ -49,8 +113,7 @@ def call_learner(fn: Callable, *args, what: str, within=None,
         fail(f"{what}: not implemented yet (the stub raises NotImplementedError)")
     except Exception as exc:  # noqa: BLE001 - a learner's code may raise anything
         extra = hint(exc) if hint is not None else ""
-        fail(f"{what}: raised {type(exc).__name__}: {exc}" + (f". Hint: {extra}." if extra
-                                                               else ""))
+        fail(f"{what}: raised {raised(exc)}" + (f". Hint: {extra}." if extra else ""))
 
 
 def check_type(value: Any, expected: type | tuple[type, ...], what: str) -> None:
@@ -141,7 +204,8 @@ def assert_close(
 
     Checks shape first, then finiteness, then |actual - expected| <= atol + rtol |expected|.
     The message gives the largest error; it shows the expected values only when
-    ``show_expected`` is True (visible tests with known values). Plain Python numbers and
+    ``show_expected`` is True (visible tests with known values), and no value at all in a
+    hidden part of a test (:func:`in_hidden_part`). Plain Python numbers and
     (nested) lists or tuples of them are compared in Python, anything else with NumPy
     (``np.asarray``); both give the same verdict and message.
 
@@ -201,6 +265,11 @@ def _index(flat_index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def _value(x) -> str:
+    """A value in a message: itself in a visible part, "a non-finite value" in a hidden one."""
+    return "a non-finite value" if in_hidden_part() else str(x)
+
+
 def _assert_close_plain(actual, expected, what, rtol, atol, show_expected) -> None:
     """:func:`assert_close` on plain Python values, without NumPy."""
     try:
@@ -214,15 +283,16 @@ def _assert_close_plain(actual, expected, what, rtol, atol, show_expected) -> No
         if math.isfinite(x) != math.isfinite(y):
             idx = _index(k, shape)
             if math.isfinite(y):
-                fail(f"{what}: got {x} at index {idx} where a finite number was expected")
-            fail(f"{what}: got a finite number at index {idx} where {y} was expected")
+                fail(f"{what}: got {_value(x)} at index {idx} where a finite number was "
+                     "expected")
+            fail(f"{what}: got a finite number at index {idx} where {_value(y)} was expected")
     pairs = [(abs(x - y), atol + rtol * abs(y)) for x, y in zip(a, e) if math.isfinite(y)]
     if any(err > tol for err, tol in pairs):
         margins = [err - tol for err, tol in pairs]
         worst = margins.index(max(margins))
         msg = f"{what}: values differ (largest error {max(err for err, _ in pairs):.3g}"
         msg += f", allowed {pairs[worst][1]:.3g})"
-        if show_expected:
+        if show_expected and not in_hidden_part():
             msg += (f"; expected {_nest([_round6(y) for y in e], shape)}, "
                     f"got {_nest([_round6(x) for x in a], shape)}")
         fail(msg)
@@ -242,8 +312,9 @@ def _assert_close_array(actual, expected, what, rtol, atol, show_expected) -> No
     if mismatch.any():
         idx = tuple(int(i) for i in np.argwhere(mismatch)[0])
         if finite[idx]:
-            fail(f"{what}: got {a[idx]} at index {idx} where a finite number was expected")
-        fail(f"{what}: got a finite number at index {idx} where {e[idx]} was expected")
+            fail(f"{what}: got {_value(a[idx])} at index {idx} where a finite number was "
+                 "expected")
+        fail(f"{what}: got a finite number at index {idx} where {_value(e[idx])} was expected")
     with np.errstate(invalid="ignore"):  # inf - inf where both are infinite: masked out
         err = np.abs(a - e)[finite]
         tol = (atol + rtol * np.abs(e))[finite]
@@ -251,7 +322,7 @@ def _assert_close_array(actual, expected, what, rtol, atol, show_expected) -> No
         worst = int(np.argmax(err - tol))
         msg = f"{what}: values differ (largest error {err.max():.3g}"
         msg += f", allowed {tol.flat[worst]:.3g})"
-        if show_expected:
+        if show_expected and not in_hidden_part():
             msg += f"; expected {np.round(e, 6).tolist()}, got {np.round(a, 6).tolist()}"
         fail(msg)
 
@@ -287,10 +358,11 @@ def expect_value_error(fn: Callable, args: tuple, what: str,
                  "wrong")
         if mentions and not any(m in str(exc) for m in mentions):
             fail(f"{what}: the ValueError's message should name the offending argument "
-                 f"({' or '.join(repr(m) for m in mentions)}), got: {exc}")
+                 f"({' or '.join(repr(m) for m in mentions)})"
+                 + ("" if in_hidden_part() else f", got: {exc}"))
         return
     except Exception as exc:  # noqa: BLE001 - a learner's code may raise anything
-        fail(f"{what}: should raise ValueError, raised {type(exc).__name__}: {exc}")
+        fail(f"{what}: should raise ValueError, raised {raised(exc)}")
     fail(f"{what}: should raise ValueError, but returned a result")
 
 

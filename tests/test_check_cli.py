@@ -20,10 +20,12 @@ from submissions import filled_notebook, parse_variant, variants
 import autograder
 from autograder.config import EXERCISES, SOLUTIONS
 from autograder.notebook import grade_id, is_manual_cell, is_test_cell
+from autograder.rust import find_rustc
 
 ASSIGNMENTS = list(autograder.ASSIGNMENTS)  # the registry: exercises found in solutions/
 pytestmark = pytest.mark.slow  # runs notebooks in kernels
 EX01 = "ex01_python_attention"
+EX08 = "ex08_rust_attention"
 
 
 def _graded(assignment):
@@ -102,6 +104,38 @@ def test_check_reports_the_failing_behaviour(tmp_path):
         "softmax([1000, 1001]) does not overflow: the max is subtracted first. — CheckFailed: "
         "softmax([1000, 1001]): raised OverflowError: math range error. Hint: exp of a large "
         "score overflows"), rows["test_softmax_stable"]
+
+
+def test_no_hidden_input_reaches_the_rows_through_an_exception(tmp_path):
+    """A softmax that raises with the hidden row in its message (and in its exception
+    class's name) fails the hidden tests with the case and ValueError named, never the row,
+    the message or the class's name; the visible tests keep their whole messages."""
+    path = variants(EX01)["softmax_raises_with_its_input"]
+    cells, fails = parse_variant(path)
+    proc = _check(_write(tmp_path, EX01, cells))
+    rows = _rows(proc.stdout)
+    assert {t for t, r in rows.items() if " FAIL " in r} == fails, proc.stdout
+    assert "HIDDEN-ROW" not in proc.stdout + proc.stderr, proc.stdout
+    assert not re.search(r"Row\d", proc.stdout + proc.stderr), proc.stdout
+    assert ("softmax of a random row of length 1: raised ValueError (a hidden case: its "
+            "message is not shown)") in rows["test_softmax_known_values"]
+
+
+@pytest.mark.skipif(find_rustc() is None, reason="needs a Rust toolchain")
+def test_no_hidden_input_reaches_the_rows_through_a_rust_err(tmp_path):
+    """ex08: a softmax whose Err holds the row it was given (a Rust Err reaches Python as
+    ValueError) fails the checks with ValueError named, never the Err's text."""
+    cells, fails = parse_variant(variants(EX08)["softmax_err_with_its_input"])
+
+    def unmarked(nb):  # the Rust cells' own solution markers: a learner's notebook has none
+        for c in nb.cells:
+            c.source = "\n".join(ln for ln in c.source.splitlines()
+                                 if "BEGIN SOLUTION" not in ln and "END SOLUTION" not in ln)
+    proc = _check(_write(tmp_path, EX08, cells, edit=unmarked))
+    rows = _rows(proc.stdout)
+    assert {t for t, r in rows.items() if " FAIL " in r} == fails, proc.stdout + proc.stderr
+    assert "HIDDEN-ROW" not in proc.stdout + proc.stderr, proc.stdout
+    assert "raised ValueError (a hidden case" in rows["test_safe_std_only"]
 
 
 def test_hidden_tests_run_where_the_course_has_them(tmp_path):

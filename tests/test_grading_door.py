@@ -24,14 +24,20 @@ from autograder.grading import ids, submission
 from autograder.grading.results import Status
 
 A = "ex01_python_attention"
-ACCEPTED = ["alice", "a.b@uni.example", "s1234567", "josé", "Müller-Lüdenscheidt", "x_y"]
+# Combining marks after a letter (issue: refused before): Devanagari's vowel sign (Mc), Thai's
+# (Mn), and NFD's accent, what macOS's unzip makes of "José".
+MARKED = ["\u0905\u092e\u093f\u0924", "\u0e01\u0e34\u0e15\u0e15\u0e34", "Jose\u0301"]
+ACCEPTED = ["alice", "a.b@uni.example", "s1234567", "josé", "Müller-Lüdenscheidt", "x_y",
+            *MARKED]
 REFUSED = {"DOMAIN\\user": "a backslash", "a/b": "a slash", "a b": "a space",
            "a+b": "a plus sign", "a%41": "a percent sign", "a#b": "a hash",
            "a?b": "a question mark", "a*b": "ASTERISK", "..": "starts with '.'",
            "-rf": "starts with '-'", "x" * 129: "129 characters", "a\tb": "U+0009",
            "a<b": "LESS-THAN SIGN", "a\"b": "QUOTATION MARK",
            "@A1": "starts with '@' (a spreadsheet reads the id as a formula",
-           "=1+2": "starts with '='", "+1-2": "starts with '+'"}
+           "=1+2": "starts with '='", "+1-2": "starts with '+'",
+           "\u0301a": "a combining mark that follows no letter",
+           "a.\u0301": "a combining mark that follows no letter"}
 
 
 @pytest.mark.parametrize("student_id", ACCEPTED)
@@ -126,6 +132,86 @@ def test_discover_refuses_a_domain_login_and_reads_nothing_in_it(tmp_path):
     assert found["alice"].refused is None
 
 
+@pytest.mark.parametrize("student_id", MARKED)
+def test_nbgrader_paths_and_gradebook_carry_an_id_with_combining_marks(tmp_path, student_id):
+    """nbgrader finds a submission by globbing its folders and reads the id back with a
+    regular expression (its converters), and keeps it in the gradebook: the id comes back
+    as the folder's name, code point for code point (never normalised)."""
+    import glob
+    import os
+    import re
+
+    from nbgrader.coursedir import CourseDirectory
+
+    from autograder.grading.gradebook import open_gradebook
+
+    course = CourseDirectory(root=str(tmp_path))
+    folder = tmp_path / "submitted" / student_id / A
+    folder.mkdir(parents=True)
+    (found,) = glob.glob(course.format_path("submitted", "*", A))
+    match = re.fullmatch(course.format_path("submitted", "(?P<student_id>.*)", A, escape=True),
+                         found)
+    assert match["student_id"] == student_id and os.path.isdir(found)
+    with open_gradebook(tmp_path) as gb:
+        gb.add_student(student_id)
+        assert [s.id for s in gb.students] == [student_id]
+
+
+def test_ids_one_once_normalised_are_both_refused_as_ambiguous(tmp_path):
+    """NFC "José" and NFD "Jose\u0301" (one unzipped on a Mac) are two folders, each a
+    valid id, that every platform shows as one: neither is graded, each names the other;
+    an NFD id alone is graded under the folder's own name."""
+    for name in ("Jos\u00e9", "Jose\u0301", "Mari\u0301a"):
+        write_submission(tmp_path, name, A, filled_notebook(A))
+    found = {s.student_id: s for s in submission.discover(tmp_path)}
+    assert sorted(found) == sorted(["Jos\u00e9", "Jose\u0301", "Mari\u0301a"])
+    for name, other in (("Jos\u00e9", "'Jose\\u0301'"), ("Jose\u0301", "'Jos\\xe9'")):
+        status, detail = found[name].refused
+        assert status == Status.INVALID_STUDENT_ID and found[name].path is None
+        assert "same id as " + other in detail and "normalised" in detail, detail
+    assert found["Mari\u0301a"].refused is None and found["Mari\u0301a"].path is not None
+
+
+def test_a_folder_that_is_no_assignment_is_named_escaped_and_never_a_submission(tmp_path):
+    """An assignment folder named as a formula (or a typo) is not taken for an assignment:
+    no submission, no row; :func:`submission.strays` names it escaped."""
+    evil = '=HYPERLINK("evil.example","click")'
+    write_submission(tmp_path, "alice", A, filled_notebook(A))
+    write_submission(tmp_path, "alice", evil, filled_notebook(A))
+    write_submission(tmp_path, "bob", "ex1_python_attention", filled_notebook(A))
+    assert [(s.student_id, s.assignment) for s in submission.discover(tmp_path)] == [
+        ("alice", A)]
+    assert submission.strays(tmp_path) == [ascii(f"alice/{evil}"),
+                                           "'bob/ex1_python_attention'"]
+
+
+def test_an_older_row_of_no_assignment_reaches_no_export_and_no_file(tmp_path, capsys):
+    """A side table from before the door checked assignments (a row for the folder
+    ``=HYPERLINK(...)``): the export, Moodle's file and the workspace's file names hold no
+    such assignment, and no learner gets a ``missing`` row for it (the side table drops
+    the row)."""
+    from autograder import cli
+    from autograder.grading.results import Row, save_state
+
+    evil = '=HYPERLINK("evil.example","click")'
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    save_state(ws, {("alice", A): Row("alice", A, status=Status.INVALID_NOTEBOOK, detail="x"),
+                    ("bob", evil): Row("bob", evil, status=Status.UNKNOWN_ASSIGNMENT,
+                                       detail="no assignment")})
+    assert cli.main(["export", "--workspace", str(ws)]) == 0
+    with (ws / "export.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["student_id"], r["assignment"], r["status"]) for r in rows] == [
+        ("alice", A, "invalid-notebook")]
+    assert cli.main(["export", "--workspace", str(ws), "--moodle", "username"]) == 0
+    header = (ws / "moodle-import.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert header == f"username,{A}"
+    assert [p.name for p in ws.rglob("*") if "HYPERLINK" in p.name] == []
+    assert "HYPERLINK" not in (ws / "grades.csv").read_text(encoding="utf-8")
+    capsys.readouterr()
+
+
 # -- a class run ----------------------------------------------------------------------
 
 
@@ -169,3 +255,22 @@ def test_a_class_with_a_refused_id_and_several_notebooks_is_graded(tmp_path):
     assert got == {"alice": ("graded", 14.0), "DOMAIN_bob": ("graded", 14.0),
                    "carol": ("graded", 14.0), "dan": ("graded", 14.0)}
     assert "graded 2 submission(s)" in proc.stdout, proc.stdout
+
+
+def test_moodle_leaves_out_two_ids_that_are_one_once_normalised(tmp_path, capsys):
+    """Moodle would put the grades of NFC "José" and NFD "Jose\\u0301" on one user: both
+    are listed, neither is in the file."""
+    from autograder import cli
+    from autograder.grading.results import Row, save_state
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    save_state(ws, {(s, A): Row(s, A, status=Status.INVALID_STUDENT_ID, detail="ambiguous")
+                    for s in ("Jos\u00e9", "Jose\u0301")}
+               | {("alice", A): Row("alice", A, status=Status.INVALID_NOTEBOOK, detail="x")})
+    assert cli.main(["export", "--workspace", str(ws), "--moodle", "username"]) == 1
+    err = capsys.readouterr().err
+    assert "'Jos\\xe9': another folder is the same id once normalised" in err, err
+    assert "'Jose\\u0301': another folder is the same id once normalised" in err, err
+    lines = (ws / "moodle-import.csv").read_text(encoding="utf-8").splitlines()
+    assert lines == [f"username,{A}", "alice,0"]

@@ -265,7 +265,8 @@ def test_imported_modules():
 
 def _remote(cells: list[str]) -> Remote:
     """A proxy as the checker has it, for a notebook of the given solution cells (the
-    peak check uses only its session's notebook and time limit)."""
+    peak check uses its session's notebook and time limit, and calls the function in the
+    kernel: here, in this process)."""
     import nbformat
 
     nb = nbformat.v4.new_notebook()
@@ -274,8 +275,18 @@ def _remote(cells: list[str]) -> Remote:
         cell.metadata["nbgrader"] = {"solution": True, "grade": False, "locked": False,
                                      "grade_id": "tiled_attention", "schema_version": 3}
         nb.cells.append(cell)
+    kernel = {"__name__": "__main__"}  # the kernel's namespace: setup and solution cells
+
+    def call(handle, args, kwargs, **_):
+        if "tiled_attention" not in kernel:
+            for source in SETUP + cells:
+                exec("\n".join(ln for ln in source.splitlines()
+                               if not ln.lstrip().startswith(("%", "!"))), kernel)
+        return kernel["tiled_attention"](*args, **kwargs), []
+
     remote = Remote.__new__(Remote)
-    remote._session = types.SimpleNamespace(notebook=nb, timeout=120)
+    remote._session = types.SimpleNamespace(notebook=nb, timeout=120, call=call)
+    remote._id, remote.changed_inputs = 0, []
     remote.__name__ = remote.bound_as = "tiled_attention"
     return remote
 
@@ -283,7 +294,8 @@ def _remote(cells: list[str]) -> Remote:
 @needs_cgroup
 def test_the_check_through_the_checker():
     """ex06.peak_memory given the checker's proxy: the reference passes, dense attention
-    fails with the peak and how it was measured."""
+    fails with the peak and how it was measured, and a function whose measured output is
+    right only in some rows, or differs from the kernel's, fails on its values."""
     ex06.peak_memory(_remote(_reference_cells()), is_causal=True)
     dense = ("def tiled_attention(Q, K, V, block_size=64, is_causal=False):\n"
              "    return dense_attention(Q, K, V, is_causal)\n")
@@ -298,3 +310,26 @@ def test_the_check_through_the_checker():
                                   "def tiled_attention(Q, K, V, **kw):\n"
                                   "    return np.zeros((Q.shape[0], V.shape[1]))\n"]),
                          is_causal=False)
+    # Rows 0-63 and 4032-4095 right, zeros between, where it is measured (the probe: no
+    # ipykernel, no pytest), dense attention in the kernel (here): the whole output counts.
+    honest = [c.replace("def tiled_attention(", "def _honest_tiled(") for c in _reference_cells()]
+    where = "import sys\nimport numpy as np\nKERNEL = 'ipykernel' in sys.modules or 'pytest' in sys.modules\n"
+    rows_only = where + (
+        "def tiled_attention(Q, K, V, block_size=64, is_causal=False):\n"
+        "    if KERNEL:\n"
+        "        return dense_attention(Q, K, V, is_causal)\n"
+        "    out = np.zeros((Q.shape[0], V.shape[1]))\n"
+        "    for lo in (0, Q.shape[0] - 64):\n"
+        "        out[lo:lo + 64] = _honest_tiled(Q[lo:lo + 64], K, V, block_size)\n"
+        "    return out\n")
+    with pytest.raises(CheckFailed, match=r"the output of the measured call differs from "
+                                          r"dense attention \(largest error [\d.e+-]+, "
+                                          r"allowed 1e-10\)$"):
+        ex06.peak_memory(_remote(honest + [rows_only]), is_causal=False)
+    # Honest where it is measured, other values in the kernel: compared with the kernel's.
+    other = where + ("def tiled_attention(Q, K, V, block_size=64, is_causal=False):\n"
+                     "    out = _honest_tiled(Q, K, V, block_size, is_causal)\n"
+                     "    return out[::-1].copy() if KERNEL else out\n")
+    with pytest.raises(CheckFailed, match=r"returned other values than your kernel for the "
+                                          r"same inputs"):
+        ex06.peak_memory(_remote(honest + [other]), is_causal=True)

@@ -255,3 +255,67 @@ def test_assert_close_in_plain_python_catches_what_numpy_catches():
     assert wrong(1.5, 1.0).startswith("x: values differ (largest error 0.5, allowed 1e-07)")
     assert [_round6(x) for x in (-0.0000004, 0.0000025, 0.1234565)] == \
         [float(np.round(x, 6)) for x in (-0.0000004, 0.0000025, 0.1234565)]
+
+
+def test_a_hidden_part_shows_no_value_and_no_learner_message():
+    """In a hidden part of a test (the checker's :func:`testing.hidden_part`) a learner's
+    exception is named by its built-in kind only (its message and its class's name can
+    carry the hidden inputs), and a comparison shows how far off, never a value."""
+    from autograder import testing
+
+    Leaky = type("Row4387", (ValueError,), {})
+
+    def leaky(row):
+        raise Leaky(f"HIDDEN-ROW={row!r}")
+
+    with testing.hidden_part():
+        with pytest.raises(testing.CheckFailed) as hidden:
+            testing.call_learner(leaky, [0.25], what="softmax of a random row")
+        with pytest.raises(testing.CheckFailed) as raised_other:
+            testing.expect_value_error(lambda r: 1 / 0, ([0.25],), "softmax([])")
+        with pytest.raises(testing.CheckFailed) as far:
+            testing.assert_close([0.123456, 1.0], [0.5, 1.0], "w", show_expected=True)
+        with pytest.raises(testing.CheckFailed) as nonfinite:
+            testing.assert_close([float("nan")], [0.5], "w")
+    assert str(hidden.value) == ("softmax of a random row: raised ValueError (a hidden "
+                                 "case: its message is not shown)")
+    assert str(raised_other.value) == ("softmax([]): should raise ValueError, raised "
+                                       "ZeroDivisionError (a hidden case: its message is "
+                                       "not shown)")
+    assert str(far.value) == "w: values differ (largest error 0.377, allowed 5e-08)"
+    assert str(nonfinite.value) == ("w: got a non-finite value at index (0,) where a finite "
+                                    "number was expected")
+    with pytest.raises(testing.CheckFailed) as visible:
+        testing.call_learner(leaky, [0.25], what="softmax([0.25])")
+    assert str(visible.value) == "softmax([0.25]): raised Row4387: HIDDEN-ROW=[0.25]"
+
+
+def test_a_check_of_the_trusted_side_shows_no_learner_message_even_from_a_visible_part():
+    """A check of ``autograder.checks`` makes inputs no learner sees, even where a visible
+    part of a test calls it: the learner's exception is named by its kind there too."""
+    from autograder import testing
+
+    def leaky(row):
+        raise ValueError(f"HIDDEN-ROW={row!r}")
+
+    check = {"__name__": "autograder.checks.fake", "call_learner": testing.call_learner}
+    exec("def judge(fn):\n    call_learner(fn, [0.25], what='softmax of a row of 1')\n", check)
+    with pytest.raises(testing.CheckFailed) as failed:
+        check["judge"](leaky)
+    assert str(failed.value) == ("softmax of a row of 1: raised ValueError (a hidden case: "
+                                 "its message is not shown)")
+
+
+def test_a_hidden_case_names_the_built_in_class_not_one_bearing_its_name():
+    """A learner's class named after another built-in (``OverflowError`` deriving from
+    ValueError, as the checker's stand-in for it is) is named by the built-in it is."""
+    from autograder import testing
+    from autograder.checker import _learner_exception
+
+    posing = _learner_exception({"type": "OverflowError", "kinds": ["ValueError"],
+                                 "message": "HIDDEN"})
+    assert type(posing).__name__ == "OverflowError"
+    assert testing.error_kind(posing) == "ValueError"
+    with testing.hidden_part():
+        assert testing.raised(posing) == ("ValueError (a hidden case: its message is not "
+                                          "shown)")

@@ -29,7 +29,7 @@ from autograder.checks import knowledge as _knowledge  # bound now: private in t
 from autograder.memory import peak_call_memory
 from autograder.reference import numpy_attention
 from autograder.testing import call_learner as _call
-from autograder.testing import assert_close, expect_value_error, explain, fail
+from autograder.testing import assert_close, expect_value_error, explain, fail, raised
 
 ASSIGNMENT = "ex06_tiled_attention"
 # float64 tiled and dense attention differ only by the order of a few sums.
@@ -226,18 +226,24 @@ def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,
 
     The T x T score matrix alone would take 128 MiB (a boolean T x T mask 16 MiB). The
     output of the measured call must also be right (the notebook: "The result must equal
-    dense attention to 1e-10"), checked on its first and last 64 rows: a call that returns
-    zeros, or that gave up the values for the memory, gets no points here.
+    dense attention to 1e-10"), all of it, compared outside the measured process (dense
+    attention computed here a block of queries at a time); and in the checker's run it
+    must be what the function returns in the learner's kernel for the same inputs (a
+    function that behaves otherwise where it is measured, such as on
+    ``'ipykernel' in sys.modules``, gets no points here). A call that returns zeros, or
+    that gave up the values for the memory, gets no points here.
     """
     what = (f"tiled attention at T = {T}, d = {d}, block_size = {block_size}, "
             f"is_causal = {is_causal}")
-    rows = np.r_[0:64, T - 64:T]
+    kernel = None
     if isinstance(tiled, Remote):
         seed = secrets.randbits(63)
-        got_rows, peak, how = _peak_in_probe(tiled, is_causal, T, d, block_size, seed,
-                                             [int(r) for r in rows], what)
+        got, peak, how = _peak_in_probe(tiled, is_causal, T, d, block_size, seed, what)
         rng = np.random.default_rng(seed)
         Q, K, V = (rng.normal(size=(T, d)) for _ in range(3))
+        kernel = _call(tiled, Q.copy(), K.copy(), V.copy(), block_size=block_size,
+                       is_causal=is_causal, what=f"{what}, in your kernel")
+        _check_output(kernel, (T, d), f"{what}, in your kernel")
     else:
         rng = np.random.default_rng(seed)
         Q, K, V = (rng.normal(size=(T, d)) for _ in range(3))
@@ -250,19 +256,51 @@ def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,
         _check_output(got, (T, d), what)
         how = f"in this process, by {how}"
         # a plain array: an ndarray subclass's operators compare nothing
-        got_rows = np.asarray(got).view(np.ndarray)[rows]
-    S = Q[rows] @ K.T / np.sqrt(d)
-    if is_causal:
-        S[np.arange(T)[None, :] > rows[:, None]] = -np.inf
-    W = np.exp(S - S.max(axis=1, keepdims=True))
-    expected = (W / W.sum(axis=1, keepdims=True)) @ V
-    if not np.allclose(got_rows, expected, rtol=0, atol=1e-10):
-        fail(f"{what}: the output differs from dense attention (rows 0-63 and {T - 64}-{T - 1} "
-             f"checked, largest difference {np.nanmax(np.abs(got_rows - expected)):.3g})")
+        got = np.asarray(got).view(np.ndarray)
+    error = _largest_error(got, Q, K, V, is_causal)
+    if not error <= ATOL:
+        fail(f"{what}: the output of the measured call differs from dense attention "
+             f"(largest error {error:.3g}, allowed {ATOL:g})")
+    if kernel is not None:
+        differs = _largest_difference(got, kernel)
+        if not differs <= ATOL:
+            fail(f"{what}: the measured call, outside your kernel, returned other values "
+                 f"than your kernel for the same inputs (largest difference {differs:.3g}, "
+                 f"allowed {ATOL:g}): the function must compute the same wherever it runs")
     if peak > limit_mib * MIB:
         fail(f"{what}: peak memory {peak / MIB:.1f} MiB, more than {limit_mib:g} MiB "
              f"(measured {_how_text(how)}); a {T} x {T} float64 array alone takes "
              f"{T * T * 8 / MIB:g} MiB: work on (T_q, block_size) tiles only")
+
+
+def _largest_difference(a: np.ndarray, b: np.ndarray) -> float:
+    """max |a - b| over two arrays of one shape; inf where either has NaN or infinity."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        return float("inf")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return float("inf")
+    return float(np.abs(a - b).max()) if a.size else 0.0
+
+
+def _largest_error(got: np.ndarray, Q, K, V, is_causal: bool, rows: int = 256) -> float:
+    """max |got - dense attention(Q, K, V)| over the whole output, dense attention computed
+    ``rows`` queries at a time (a rows x T_k block of scores, never T_q x T_k); inf where
+    ``got`` has NaN or infinity or another shape."""
+    got = np.asarray(got, dtype=np.float64)
+    T_q, T_k = Q.shape[0], K.shape[0]
+    if got.shape != (T_q, V.shape[1]) or not np.isfinite(got).all():
+        return float("inf")
+    worst = 0.0
+    for lo in range(0, T_q, rows):
+        hi = min(lo + rows, T_q)
+        S = Q[lo:hi] @ K.T / np.sqrt(Q.shape[1])
+        if is_causal:
+            S[np.arange(T_k)[None, :] > np.arange(lo, hi)[:, None]] = -np.inf
+        W = np.exp(S - S.max(axis=1, keepdims=True))
+        expected = (W / W.sum(axis=1, keepdims=True)) @ V
+        worst = max(worst, float(np.abs(got[lo:hi] - expected).max()))
+    return worst
 
 
 def _how_text(how: str) -> str:
@@ -273,9 +311,9 @@ def _how_text(how: str) -> str:
 
 
 def _peak_in_probe(tiled: Remote, is_causal: bool, T: int, d: int, block_size: int,
-                   seed: int, rows: list[int], what: str) -> tuple[np.ndarray, int, str]:
-    """(the requested rows of the output, the peak in bytes, how it was measured) of the
-    learner's function run in the grader's probe (:mod:`autograder.peak_probe`)."""
+                   seed: int, what: str) -> tuple[np.ndarray, int, str]:
+    """(the whole output, the peak in bytes, how it was measured) of the learner's function
+    run in the grader's probe (:mod:`autograder.peak_probe`)."""
     from autograder import peak_probe
 
     session = tiled._session
@@ -285,17 +323,17 @@ def _peak_in_probe(tiled: Remote, is_causal: bool, T: int, d: int, block_size: i
     measured = peak_probe.measure_call(
         peak_probe.setup_cells(ASSIGNMENT), peak_probe.solution_cells(session.notebook),
         name, [(T, d)] * 3, {"block_size": block_size, "is_causal": is_causal}, seed=seed,
-        rows=rows, warmup=WARMUP, timeout=float(session.timeout or 60))
+        warmup=WARMUP, timeout=float(session.timeout or 60))
     if measured.error:
         fail(f"{what}: {measured.error}")
     if measured.missing:
         fail(f"{what}: your solution cells define no {name} ({fresh})")
     if measured.raised is not None:
-        raised = measured.raised
-        if "NotImplementedError" in raised["kinds"]:
+        info = measured.raised
+        if "NotImplementedError" in info["kinds"]:
             fail(f"{what}: not implemented yet (the stub raises NotImplementedError)")
-        note = f" ({fresh})" if "NameError" in raised["kinds"] else ""
-        fail(f"{what}: raised {raised['type']}: {raised['message']}{note}")
+        note = f" ({fresh})" if "NameError" in info["kinds"] else ""
+        fail(f"{what}: raised {raised(name=info['type'], message=info['message'], kinds=info['kinds'])}{note}")
     value = measured.value
     if not value.get("ndarray"):
         fail(f"{what}: should return a numpy.ndarray, got {value.get('type')}")

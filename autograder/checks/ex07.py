@@ -28,7 +28,7 @@ from autograder import kernel_client
 from autograder.checker import Remote, RemoteModule
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.reference import transformer as ref
-from autograder.testing import assert_close, call_learner, check_tensor, fail
+from autograder.testing import assert_close, call_learner, check_tensor, fail, raised
 
 # (d_model, num_heads, d_ff) of the blocks the checks build.
 BLOCK_CONFIGS = [(16, 4, 32), (8, 2, 16), (12, 3, 20), (32, 4, 64)]
@@ -125,7 +125,7 @@ def _load_into(learner, reference: nn.Module, what: str, names: str) -> None:
         keys = learner.load_state_dict(state, strict=False)
     except Exception as exc:  # noqa: BLE001 - a learner's module may refuse anything
         fail(f"{what}: loading parameters of the shapes given in the notebook raised "
-             f"{type(exc).__name__}: {str(exc)[:300]} (it should have the submodules {names})")
+             f"{raised(exc)[:300]} (it should have the submodules {names})")
     if keys.unexpected_keys:
         missing = list(keys.unexpected_keys)
         fail(f"{what} lacks the parameters {', '.join(missing[:4])}"
@@ -368,7 +368,7 @@ def positional_encoding_before_first_block(TinyTransformer) -> None:
             keys = model.load_state_dict({"embedding.weight": weight}, strict=False)
         except Exception as exc:  # noqa: BLE001 - a learner's module may refuse anything
             fail(f"loading embedding.weight of shape ({vocab_size}, {d_model}) raised "
-                 f"{type(exc).__name__}: {str(exc)[:300]}")
+                 f"{raised(exc)[:300]}")
         if keys.unexpected_keys:
             fail("the model's embedding should be an nn.Embedding(vocab_size, d_model)")
         seen = []
@@ -486,7 +486,7 @@ def trained_is_a_tiny_transformer(model, TinyTransformer) -> None:
     try:
         state = model.state_dict()
     except Exception as exc:  # noqa: BLE001 - a learner's module may refuse anything
-        fail(f"{what}: state_dict() raised {type(exc).__name__}: {str(exc)[:200]}")
+        fail(f"{what}: state_dict() raised {raised(exc)[:200]}")
     sizes = _sizes(state) if isinstance(state, dict) else None
     if sizes is None:
         fail(f"{what} should be a TinyTransformer (with the submodules {_MODEL_NAMES})")

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grading.record import derive
+from autograder.grading.record import course_assignments, derive
 from autograder.grading.results import spreadsheet_safe, write_csv
 
 EXPORT_FIELDS = ["student_id", "assignment", "score", "max_score", "late_penalty", "status",
@@ -58,11 +58,15 @@ def class_table(workspace: Path, roster: Path | None = None) -> tuple[list[dict]
     learner and assignment, sorted by assignment, then student.
 
     The roster is ``roster``'s students, or else every student of the gradebook and of the
-    side table. The assignments are those of the gradebook and of the side table.
+    side table. The assignments are those of the gradebook and of the side table that are
+    the course's (:func:`~autograder.grading.record.course_assignments`): a folder that is
+    no assignment never becomes a column or a row.
     """
     workspace = Path(workspace).resolve()
     rows, _ = derive(workspace)
     gb_students, maxima = gradebook_students_and_assignments(workspace)
+    known = course_assignments(set(maxima))
+    rows = {k: r for k, r in rows.items() if k[1] in known}
     graded = {s for s, _ in rows}
     students = read_roster(roster) if roster else sorted(set(gb_students) | graded)
     assignments = sorted(set(maxima) | {a for _, a in rows})

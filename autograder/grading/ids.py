@@ -6,12 +6,15 @@ where a browser reads ``\\`` as ``/``, and ``#``, ``?`` and ``%`` as URL syntax;
 join it into folder names and glob patterns (``*``, ``?``, ``[``); its exchange splits
 ``student+assignment+time`` on ``+``; its gradebook holds at most 128 characters (a longer
 id fails in PostgreSQL). An id is accepted when formgrader's links lead back to it and
-none of these break: letters and digits (any script), ``.``, ``_``, ``-`` and ``@``, not
+none of these break: letters and digits (any script, with the combining marks that
+follow a letter: ``अमित``, ``กิตติ``, a decomposed ``José``), ``.``, ``_``, ``-`` and ``@``, not
 starting with ``.``, ``-`` or ``@``: a spreadsheet reads a cell starting with ``=``, ``+``,
 ``-``, ``@``, a tab or a carriage return as a formula, so no graded id needs escaping in a
 CSV (an escaped ``'@A1`` is an id no platform matches). Any other folder name is refused
 with a reason (status ``invalid-student-id``); it is never renamed, since a renamed id
-would have to be mapped back in every tool and in the export.
+would have to be mapped back in every tool and in the export. Nor is it normalised: the
+id is the folder's name, as it is; two folders that are one id once normalised (NFC) are
+both refused as ambiguous (:func:`nfc_clashes`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ import unicodedata
 
 MAX_LENGTH = 128  # nbgrader's Student.id column is String(128)
 ALLOWED_MARKS = "._-@"
+# Combining marks (nonspacing Mn, spacing Mc): the vowel signs of Devanagari and Thai
+# (``अमित``, ``กิตติ``), the accents of a decomposed (NFD) ``José``. Part of the letter they
+# follow, so allowed after a letter or another mark, never first.
+COMBINING = ("Mn", "Mc")
 FORMULA_STARTS = "=+-@\t\r"  # a spreadsheet reads a cell starting so as a formula
 NAMED = {"\\": "a backslash (a Windows domain login DOMAIN\\user?)", "/": "a slash",
          " ": "a space", "+": "a plus sign (nbgrader's exchange separator)",
@@ -46,10 +53,37 @@ def id_problem(student_id: str) -> str:
                 "in every CSV file)")
     if student_id[0] == ".":
         return f"it starts with {student_id[0]!r}"
-    for ch in student_id:
-        if not (ch.isalnum() or ch in ALLOWED_MARKS):
-            return f"it holds {_named(ch)}"
+    for i, ch in enumerate(student_id):
+        if ch.isalnum() or ch in ALLOWED_MARKS:
+            continue
+        if unicodedata.category(ch) in COMBINING and i and (
+                student_id[i - 1].isalnum() or unicodedata.category(student_id[i - 1])
+                in COMBINING):  # a vowel sign, an accent of NFD's "José": part of a letter
+            continue
+        if unicodedata.category(ch) in COMBINING:
+            return f"it holds {_named(ch)}, a combining mark that follows no letter"
+        return f"it holds {_named(ch)}"
     return ""
+
+
+def nfc_clashes(student_ids: list[str]) -> dict[str, list[str]]:
+    """The ids of ``student_ids`` that are one id once normalised (NFC): ``José`` typed on
+    one machine and unzipped as NFD ``Jose\u0301`` on a Mac. NFC form -> the ids (folder
+    names, as they are), for every form that two or more ids share."""
+    forms: dict[str, list[str]] = {}
+    for s in student_ids:
+        forms.setdefault(unicodedata.normalize("NFC", s), []).append(s)
+    return {form: sorted(group) for form, group in forms.items() if len(group) > 1}
+
+
+def clash(student_id: str, group: list[str]) -> str:
+    """The ``detail`` of a folder refused as one of ``group``, ids that differ only in
+    their Unicode normalisation."""
+    others = ", ".join(ascii(s) for s in group if s != student_id)
+    return (f"the folder {ascii(student_id)} is not graded: its name is the same id as "
+            f"{others} once normalised (Unicode NFC; one was typed precomposed, the other "
+            "unzipped decomposed, as macOS does), so they are one learner or two that the "
+            "platforms cannot tell apart. Keep one folder (or rename one) and grade again")
 
 
 def _shown(text: str) -> str:

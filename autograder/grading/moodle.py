@@ -33,14 +33,20 @@ FIELDS = ("id", "idnumber", "email", "username")  # Moodle's "Map to" user field
 
 def writable(keys: dict[str, str], field: str, report: Report) -> dict[str, str]:
     """``keys`` (student id -> its ``field`` value) without the learners that cannot be in
-    the file, each listed: an id that cannot be a student id (a folder the grader refused),
+    the file, each listed: an id that cannot be a student id (a folder the grader refused,
+    or one of two that are one id once normalised),
     a value a spreadsheet would read as a formula."""
-    from autograder.grading.ids import FORMULA_STARTS, id_problem
+    from autograder.grading.ids import FORMULA_STARTS, id_problem, nfc_clashes
 
+    clashes = {s for group in nfc_clashes(list(keys)).values() for s in group}
     out = {}
     for s, v in keys.items():
         problem = id_problem(s)
-        if problem:
+        if s in clashes:
+            report.unmatched.append(f"{ascii(s)}: another folder is the same id once "
+                                    "normalised (Unicode NFC), so it is not graded; keep one "
+                                    "folder and grade again; left out")
+        elif problem:
             report.unmatched.append(f"{s!r}: not a student id ({problem}): the folder is not "
                                     "graded; rename it and grade again; left out")
         elif v.startswith(tuple(FORMULA_STARTS)):

@@ -101,16 +101,33 @@ def fill(row: Row, gb, loaded: dict | None = None) -> bool:
     return True
 
 
+def course_assignments(recorded: set[str]) -> frozenset[str]:
+    """The assignments a row may be of: the course's exercises
+    (:func:`autograder.exercises.exercise_ids`) and those of the gradebook (which a run
+    fills with exercises only). A row of any other (an older run's row for a folder named
+    ``=HYPERLINK(...)``) is dropped: no export, report or file name holds its name."""
+    from autograder.exercises import exercise_ids
+
+    return frozenset(exercise_ids()) | frozenset(recorded)
+
+
 def derive_rows(workspace: Path, rows: dict[tuple[str, str], Row]) -> dict[tuple[str, str], Row]:
     """Bring ``rows`` (the side table's) up to date with the gradebook, in place; first
+    drop the rows of folders that are no assignment (:func:`course_assignments`), then
     keep the manual scores of written answers a regrade did not change
     (:func:`autograder.grading.manual.reconcile`). A row with no scores in the gradebook
     (a folder refused at the door, a notebook not graded) gets its assignment's maximum,
     as the export gives it."""
     from autograder.grading.manual import reconcile
 
+    if rows and not gradebook_exists(workspace):
+        for key in [k for k in rows if k[1] not in course_assignments(set())]:
+            del rows[key]  # a folder that is no assignment, in an older side table
     if rows and gradebook_exists(workspace):
         with open_gradebook(workspace) as gb:
+            known = course_assignments({a.name for a in gb.assignments})
+            for key in [k for k in rows if k[1] not in known]:
+                del rows[key]
             reconcile(workspace, gb)
             loaded = submissions(gb)
             for row in rows.values():

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from autograder.exercises import exercise_ids
 from autograder.grading import gradebook, keys
 from autograder.grading.autograde import STAGED
 from autograder.grading.pool import Worker, default_jobs
@@ -23,7 +24,7 @@ from autograder.grading.release import ensure_released, source_notebook, write_c
 from autograder.grading.record import add_note, derive, derive_rows
 from autograder.grading.results import (FINAL, GRADES_CSV, Row, Status, load_state, save_rows,
                                         save_state)
-from autograder.grading.submission import Submission, discover
+from autograder.grading.submission import Submission, discover, strays
 
 
 CSV_INTERVAL = 1.0  # seconds between two rewrites of grades.csv while a class is graded
@@ -279,6 +280,9 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         write_config(workspace, release_directory=workspace / "release",
                      cell_timeout=cell_timeout, late_penalty=late_penalty)
         subs = discover(submissions.resolve())
+        for stray in strays(submissions.resolve()):
+            print(f"warning: {stray} is not graded: its folder's name is none of the course's "
+                  f"assignments ({', '.join(exercise_ids())})", file=sys.stderr)
         jobs = jobs or default_jobs({s.assignment for s in subs})  # 0: what the machine holds
         unknown = sorted(set(regrade) - {s.student_id for s in subs})
         if unknown:

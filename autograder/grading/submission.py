@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.grading.ids import id_problem, refusal
+from autograder.grading.ids import clash, id_problem, nfc_clashes, refusal
 from autograder.grading.integrity import grade_ids, released_cells
 from autograder.grading.results import Status
 from autograder.grading.times import TimeNotRead, submission_time
@@ -91,19 +91,33 @@ def sha256(path: Path) -> str:
         return ""
 
 
-def discover(submissions: Path) -> list[Submission]:
+def discover(submissions: Path, assignments: frozenset[str] | None = None) -> list[Submission]:
     """Submissions laid out as nbgrader's ``<student_id>/<assignment_id>/<assignment_id>.ipynb``.
 
-    Checked here, once: a student folder whose name nbgrader's tools cannot carry
-    (:func:`autograder.grading.ids.id_problem`) is refused (``invalid-student-id``), and
-    the notebook to grade is chosen by :func:`choose_notebook`.
+    Checked here, once: only the folders of the course's assignments (``assignments``,
+    default :func:`autograder.exercises.exercise_ids`) are submissions, the others are
+    named by :func:`strays` and never read; a student folder whose name nbgrader's tools
+    cannot carry (:func:`autograder.grading.ids.id_problem`), or that is another folder's
+    id once normalised (:func:`autograder.grading.ids.nfc_clashes`), is refused
+    (``invalid-student-id``), and the notebook to grade is chosen by
+    :func:`choose_notebook`.
     """
+    known = _known(assignments)
+    students = sorted(p for p in submissions.iterdir() if p.is_dir())
+    clashes = {s: group for group in nfc_clashes([p.name for p in students]).values()
+               for s in group}
     found = []
-    for student in sorted(p for p in submissions.iterdir() if p.is_dir()):
+    for student in students:
         for folder in sorted(p for p in student.iterdir() if p.is_dir()):
+            if folder.name not in known:  # not an assignment: strays() names it
+                continue
             if id_problem(student.name):  # nothing in it is read
                 found.append(Submission(student.name, folder.name, None, refused=(
                     Status.INVALID_STUDENT_ID, refusal(student.name, str(student)))))
+                continue
+            if student.name in clashes:
+                found.append(Submission(student.name, folder.name, None, refused=(
+                    Status.INVALID_STUDENT_ID, clash(student.name, clashes[student.name]))))
                 continue
             nb, note, refused = choose_notebook(folder, folder.name)
             sub = Submission(student.name, folder.name, nb, note=note, refused=refused,
@@ -111,6 +125,25 @@ def discover(submissions: Path) -> list[Submission]:
             sub.sha256 = sha256(nb) if nb else ""
             found.append(sub)
     return found
+
+
+def _known(assignments: frozenset[str] | None) -> frozenset[str]:
+    from autograder.exercises import exercise_ids
+
+    return frozenset(exercise_ids() if assignments is None else assignments)
+
+
+def strays(submissions: Path, assignments: frozenset[str] | None = None) -> list[str]:
+    """The folders of ``submissions`` that :func:`discover` does not take for a submission,
+    since their name is none of the course's assignments (a typo, ``Exercise 1``, a name
+    made to be a formula: ``=HYPERLINK(...)``), each as ``student/folder`` written with
+    :func:`ascii` (escaped, never raw: the warning names them, no file and no export
+    does)."""
+    known = _known(assignments)
+    return [ascii(f"{student.name}/{folder.name}")
+            for student in sorted(p for p in submissions.iterdir() if p.is_dir())
+            for folder in sorted(p for p in student.iterdir() if p.is_dir())
+            if folder.name not in known]
 
 
 def notebooks_in(folder: Path) -> list[Path]:

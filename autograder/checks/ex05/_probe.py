@@ -51,6 +51,7 @@ import weakref
 from pathlib import Path
 
 from autograder import limits
+from autograder.testing import in_hidden_part, raised
 
 MAX_OUTPUT = 8 * 2**20
 
@@ -384,11 +385,15 @@ def _same(probe: dict, kernel) -> str:
         return ""  # the probe could not use that device: not judged
     if "raised" in probe:
         r = probe["raised"] if type(probe["raised"]) is dict else {}
-        return f"raised {str(r.get('type'))[:80]}: {str(r.get('message'))[:300]}"
+        kinds = r.get("kinds") if type(r.get("kinds")) is list else []
+        return "raised " + raised(name=str(r.get("type"))[:80], message=str(r.get("message"))[:300],
+                                  kinds=kinds)
     if not isinstance(kernel, torch.Tensor):
         return ""  # not a tensor in the kernel: the other tests say so
     if probe.get("tensor") != str(kernel.dtype).removeprefix("torch.") or \
             probe.get("shape") != list(kernel.shape):
+        if in_hidden_part():  # the probe's reply is the learner's text: none of it shown
+            return "returned a tensor of another dtype or shape than in your kernel"
         return (f"returned a {str(probe.get('tensor'))[:40]} tensor of shape "
                 f"{str(probe.get('shape'))[:80]} (in your kernel: {kernel.dtype}, "
                 f"{tuple(kernel.shape)})")

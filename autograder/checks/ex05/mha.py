@@ -21,7 +21,8 @@ from autograder.checks.ex05._common import (
     ref,
 )
 from autograder import diagnose
-from autograder.testing import assert_close, expect_value_error, explain, fail, some_true_per_row
+from autograder.testing import (assert_close, expect_value_error, explain, fail, raised,
+                                some_true_per_row)
 
 # --- MultiHeadAttention ----------------------------------------------------------------------
 
@@ -76,7 +77,7 @@ def _load(module, builtin: nn.MultiheadAttention, what: str):
         keys = module.load_state_dict(_state_from_builtin(builtin), strict=False)
     except Exception as exc:  # noqa: BLE001 - a learner's module may refuse anything
         fail(f"{what}: loading the weights of nn.MultiheadAttention into q_proj, k_proj, "
-             f"v_proj and out_proj raised {type(exc).__name__}: {exc}")
+             f"v_proj and out_proj raised {raised(exc)}")
     if keys.unexpected_keys:
         fail(f"{what} has no parameters {', '.join(keys.unexpected_keys[:4])}")
     return module
