@@ -188,6 +188,8 @@ RETIRED = {
     r"(?<![\w\\])x_\{?(l|N|i|2i)\b": "a subscript on x is a position (the stream after l layers is x^{(l)})",
     r"(?<![\w\\])g(\^N|\s*<\s*1)": "g is chapter 3's loss row (a layer's RMS gain is eta)",
     r"\\sqrt\{d\}|(?<![\w\\])d(?![_\w])": "a width is d_model, d_k or d_v, never a bare d",
+    r"W_l\b": "the residual demo's matrices are A_l (W_1, W_2 are the feed-forward network's)",
+    r"(?<![\w\\])z(?![_\w])": "z_t is the RNN state; a standard normal variable is xi",
 }
 
 
@@ -197,6 +199,11 @@ def test_the_notation_page_is_in_the_book():
     page = (REPO / "notation.md").read_text(encoding="utf-8")
     for convention in ("Vectors are rows", "numerator layout", "count from 0"):
         assert convention in page
+    # The conventions' generic letters are none of the table's symbols (u is the worked
+    # example's half spread, v a value).
+    conventions = page.split("## Symbols")[0]
+    for math in re.findall(r"\$[^$\n]+\$", conventions):
+        assert not re.search(r"(?<![\w\\])[uv](?![\w])", math), math
     for name in TOC_CHAPTERS:
         assert "{doc}`../notation`" in _prose(name), f"{name} does not point to the notation page"
 
