@@ -28,6 +28,18 @@ from autograder.config import DEFAULT_WORKSPACE, EXERCISES
 from autograder.verdicts import report
 
 
+def _one_notebook_in(path: Path) -> Path:
+    """``path``, or the one notebook in it when ``path`` is a folder holding exactly one
+    (``check exercises/ex01_python_attention/``); said on stderr so the row header is true."""
+    if not path.is_dir():
+        return path
+    found = sorted(path.glob("*.ipynb"))
+    if len(found) == 1:
+        print(f"checking {found[0]}, the notebook in {path}", file=sys.stderr)
+        return found[0]
+    return path
+
+
 def _suggest(path: Path) -> list[str]:
     """Notebooks near a mistyped path: in its folder, or the course's exercises."""
     import difflib
@@ -60,7 +72,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     answer is empty; 2 when the notebook cannot be checked (no such file, not a notebook,
     no test cells, the notebook of another assignment).
     """
-    path = Path(args.notebook)
+    path = _one_notebook_in(Path(args.notebook))
     if not path.is_file():
         hint = _suggest(path)
         print(f"error: no notebook at {path}"

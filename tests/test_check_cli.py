@@ -255,3 +255,17 @@ def test_not_a_notebook_is_a_clear_error(tmp_path):
     path.write_text("{ not json", encoding="utf-8")
     proc = _check(path)
     assert proc.returncode == 2 and "is not a Jupyter notebook" in proc.stderr
+
+
+def test_check_of_a_folder_checks_its_one_notebook(tmp_path):
+    """The newcomer walk typed `check exercises/ex01_python_attention/` and got a list of
+    other exercises' notebooks: a folder holding one notebook is that notebook."""
+    folder = tmp_path / EX01
+    folder.mkdir()
+    nbformat.write(filled_notebook(EX01), folder / f"{EX01}.ipynb")
+    proc = _check(folder)
+    assert f"checking {folder / f'{EX01}.ipynb'}, the notebook in {folder}" in proc.stderr
+    assert proc.returncode == 0 and "0 failed" in proc.stdout, proc.stdout + proc.stderr
+    (folder / "copy.ipynb").write_text("{}", encoding="utf-8")
+    proc = _check(folder)  # two notebooks: which one is not guessed
+    assert proc.returncode == 2 and "no notebook at" in proc.stderr, proc.stderr
