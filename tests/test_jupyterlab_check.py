@@ -67,8 +67,14 @@ def serve_lab(root: Path, env: dict | None = None, args: list[str] = ()):
             pytest.fail("JupyterLab did not start")
         yield url, token
     finally:
+        # A loaded machine can take longer than any fixed wait to shut the server down
+        # (kernels, extensions): ask, then make sure. How long it takes is no verdict.
         server.terminate()
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 @pytest.fixture(scope="module")
