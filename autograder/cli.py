@@ -112,8 +112,9 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
               f"this one under its own name.", file=sys.stderr)
         return 2
     assignment = actual or expected
-    source = any(nbk.HIDDEN_BEGIN in c.source or "### BEGIN SOLUTION" in c.source
-                 for c in nb.cells)
+    # The instructor's source: its test cells carry their hidden parts (a learner's
+    # notebook may hold solution markers, copied from solutions/, and is still a learner's).
+    source = any(nbk.is_test_cell(c) and nbk.HIDDEN_BEGIN in c.source for c in nb.cells)
     warnings = []
     if assignment is None:
         warnings.append("cannot tell which assignment this notebook is: every passed test is "

@@ -14,10 +14,23 @@ from pathlib import Path
 from autograder.verdicts import TEXT_STUB  # noqa: F401 - defined where the pure readers need it
 
 REPO = Path(__file__).resolve().parent.parent
+# An installed wheel's copy of the course's notebooks (setup.py writes it): each exercise's
+# released notebook, and the same with its test cells whole (hidden parts, no solution).
+BUNDLED = Path(__file__).resolve().parent / "course"
+
+
+def _course_folder(name: str, bundled: Path) -> Path:
+    """The repository's folder ``name``, or the wheel's ``bundled`` copy where the package
+    is installed without the repository around it."""
+    here = REPO / name
+    return here if here.is_dir() or not bundled.is_dir() else bundled
+
+
 # $AUTOGRADER_SOLUTIONS: another source folder (a course's own copy of solutions/, or a
 # test's copy with a changed hidden test); grading and release read the sources there.
-SOLUTIONS = Path(os.environ.get("AUTOGRADER_SOLUTIONS") or REPO / "solutions").resolve()
-EXERCISES = REPO / "exercises"
+SOLUTIONS = Path(os.environ.get("AUTOGRADER_SOLUTIONS")
+                 or _course_folder("solutions", BUNDLED / "source")).resolve()
+EXERCISES = _course_folder("exercises", BUNDLED / "release")
 DEFAULT_WORKSPACE = REPO / ".grading"
 COURSE_ID = "attention-course"
 

@@ -41,6 +41,7 @@ from add_install_block import BLOCK, TAG, setup_cell  # noqa: E402
 
 ASSIGNMENTS = list(autograder.ASSIGNMENTS)
 EX01 = "ex01_python_attention"
+EX08 = "ex08_rust_attention"
 NOTEBOOKS = [d / a / f"{a}.ipynb" for d in (SOLUTIONS, EXERCISES) for a in ASSIGNMENTS]
 INSTALLED = re.compile(r"^Installed the course package \(autograder\) from "
                        r"(attention_course-[^ ]+\.whl)\.\n$")
@@ -130,14 +131,64 @@ def test_setup_cell_in_the_repository_prints_nothing_and_runs_no_pip(tmp_path, m
     assert [o.get("text") for o in nb.cells[1].outputs] == ["[]\n"]
 
 
+def _bundle_course():
+    """setup.py's bundle_course, imported without running setup()."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("course_setup", REPO / "setup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.bundle_course
+
+
+def _assert_bundle_holds_no_solution(read) -> None:
+    """The bundle (``read(relative path) -> text``) has every exercise: its release as it
+    is, and a source whose test cells are solutions/' (hidden parts) and whose every other
+    cell is the release's (stubs, not solutions)."""
+    import autograder.exercises as registry
+
+    for ex in registry.ASSIGNMENTS:
+        release = (EXERCISES / ex / f"{ex}.ipynb").read_text(encoding="utf-8")
+        assert read(f"release/{ex}/{ex}.ipynb") == release
+        bundled = nbformat.reads(read(f"source/{ex}/{ex}.ipynb"), as_version=4)
+        whole = {grade_id(c): c.source for c in
+                 nbformat.read(SOLUTIONS / ex / f"{ex}.ipynb", as_version=4).cells
+                 if is_test_cell(c)}
+        released = nbformat.reads(release, as_version=4).cells
+        assert len(bundled.cells) == len(released), ex
+        for mine, theirs in zip(bundled.cells, released):
+            assert mine.source == (whole[grade_id(mine)] if is_test_cell(mine) else
+                                   theirs.source), (ex, grade_id(mine))
+        assert "### BEGIN SOLUTION" not in read(f"source/{ex}/{ex}.ipynb"), ex
+        assert any("### BEGIN HIDDEN TESTS" in s for s in whole.values()), ex
+
+
+def test_bundle_has_every_exercise_and_no_solution(tmp_path):
+    """What setup.py puts in the wheel, built from this checkout (fast: no wheel)."""
+    import autograder.exercises as registry
+
+    assert _bundle_course()(REPO, tmp_path) == list(registry.ASSIGNMENTS)
+    _assert_bundle_holds_no_solution(lambda rel: (tmp_path / rel).read_text(encoding="utf-8"))
+
+
+def test_private_release_bundles_nothing(tmp_path):
+    """A course folder without solutions/ (a class's private release) puts no notebook in
+    the wheel, so its check keeps the hidden parts pending."""
+    shutil.copytree(EXERCISES, tmp_path / "course" / "exercises")
+    assert _bundle_course()(tmp_path / "course", tmp_path / "out") == []
+    assert not (tmp_path / "out").exists()
+
+
 def _build_wheel(out: Path) -> Path:
     """The course wheel, built offline from a copy of this checkout's package (a build in
     the checkout would leave build/ there, whose stale files a later wheel would carry)."""
     src = out / "src"
     src.mkdir()
-    shutil.copy2(REPO / "pyproject.toml", src)
-    shutil.copytree(REPO / "autograder", src / "autograder",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "setup.py"):
+        shutil.copy2(REPO / name, src)
+    for name in ("autograder", "solutions", "exercises"):
+        shutil.copytree(REPO / name, src / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                            "--no-build-isolation", "--no-index", "--quiet", "-w", str(out),
                            str(src)], capture_output=True, text=True, timeout=600,
@@ -174,6 +225,10 @@ def test_downloaded_exercise_installs_the_wheel_offline_and_checks(tmp_path, mon
                    "autograder/checks/ex01.py", "autograder/cli.py", "autograder/notebook.py"):
         assert needed in names, needed
     assert not any(n.startswith(("tests/", "solutions/", "exercises/")) for n in names)
+    assert "autograder/reference/rust/attention.rs" in names  # ex08's checks build it
+    zf = zipfile.ZipFile(wheel)
+    _assert_bundle_holds_no_solution(
+        lambda rel: zf.read(f"autograder/course/{rel}").decode("utf-8"))
 
     python, site = _fresh_venv(tmp_path)
     env = {**OFFLINE, "PYTHONPATH": "", "PYTHONNOUSERSITE": "1", "MPLBACKEND": "Agg"}
@@ -218,13 +273,22 @@ def test_downloaded_exercise_installs_the_wheel_offline_and_checks(tmp_path, mon
     assert Path(after.stdout.strip()).is_relative_to(site), after.stdout
     assert not Path(after.stdout.strip()).is_relative_to(REPO)
 
-    proc = subprocess.run([str(python), "-m", "autograder", "check", str(path)], cwd=folder,
-                          capture_output=True, text=True, env=clean, timeout=600)
-    rows = {ln.split()[0]: ln.split()[3] for ln in proc.stdout.splitlines()
-            if re.search(r"\s\d+(\.\d+)? pt\s", ln)}
-    graded = [grade_id(c) for c in nbformat.read(SOLUTIONS / EX01 / f"{EX01}.ipynb",
-                                                 as_version=4).cells if is_test_cell(c)]
-    assert sorted(rows) == sorted(graded), proc.stdout + proc.stderr
-    assert set(rows.values()) <= {"PASS", "PENDING"}, proc.stdout
-    assert re.search(r"^\d+ passed, 0 failed, \d+ pending$", proc.stdout, re.M), proc.stdout
+    # check, far from the repository, gives every verdict: the wheel's bundle has the
+    # hidden parts. Exercise 2 (ex08, Rust) also needs the reference crate in the wheel.
+    for ex in (EX01, EX08):
+        path = folder / f"{ex}.ipynb"
+        if ex != EX01:
+            nbformat.write(filled_notebook(ex), path)
+        proc = subprocess.run([str(python), "-m", "autograder", "check", str(path)],
+                              cwd=folder, capture_output=True, text=True, env=clean,
+                              timeout=600)
+        rows = {ln.split()[0]: ln.split()[3] for ln in proc.stdout.splitlines()
+                if re.search(r"\s\d+(\.\d+)? pt\s", ln)}
+        graded = [grade_id(c) for c in nbformat.read(SOLUTIONS / ex / f"{ex}.ipynb",
+                                                     as_version=4).cells if is_test_cell(c)]
+        assert sorted(rows) == sorted(graded), proc.stdout + proc.stderr
+        assert set(rows.values()) == {"PASS"}, proc.stdout + proc.stderr
+        assert "hidden tests run too" in proc.stdout, proc.stdout
+        assert re.search(rf"^{len(graded)} passed, 0 failed, 0 pending$", proc.stdout,
+                         re.M), proc.stdout
     print(f"wheel {wheel.stat().st_size} bytes; fresh-venv test {time.monotonic() - start:.1f} s")
