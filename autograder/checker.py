@@ -872,7 +872,12 @@ def run_test(session: Session, source: str, setup: dict, where: str) -> tuple[st
                 # message and class name can carry the hidden inputs.
                 return testing.error_kind(exc), ("raised in a hidden part of the test (its "
                                                  "message is not shown)")
-            return type(exc).__name__, str(exc)[:4000]
+            message = str(exc)[:4000]
+            if state["hidden"] and not message.startswith("Knowledge check"):
+                # The row's sentence describes the visible example; this case is another
+                # (its own sizes and values), which the learner should not look for there.
+                message = f"in a hidden case of this test: {message}"
+            return type(exc).__name__, message
         finally:
             ns.keep()
         return None

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from autograder import ASSIGNMENTS
 from autograder.config import DEFAULT_WORKSPACE, EXERCISES
+from autograder.in_notebook import GUARD as IN_NOTEBOOK_GUARD
 from autograder.verdicts import report
 
 
@@ -150,6 +151,9 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
             " (instructor's source: hidden tests run too)" if source else
             " (hidden tests run too, by the course's checker, as grading runs them)" if whole
             else ""))
+    if not os.environ.get(IN_NOTEBOOK_GUARD):  # %check says itself what it reads
+        print("(the notebook as last saved: save it first, or run %check in its last cell to "
+              "check your code as you ran it)")
     for w in warnings:
         print(f"warning: {w}")
     lines, bad = report(rows, nbk.cell_errors(nb), whole=whole)

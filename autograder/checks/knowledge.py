@@ -207,11 +207,13 @@ EXPLANATIONS: dict[str, dict[str, tuple[str, str]]] = {
                 "Dropout, and why it is off in eval mode)."),
     },
     "ex08_rust_attention": {
-        "kc1": ("f64 arithmetic follows IEEE 754 and does not panic on overflow: exp(1000) "
-                "is inf and inf / inf is NaN, so softmax returns Ok with NaN weights.",
-                "Rust's f64 follows IEEE 754, as NumPy's floats do: an overflowing exp does "
-                "not panic or raise; work out what exp(1000) and the ratio of two such values "
-                "are (chapter 2, Softmax, and why it must be computed stably)."),
+        "kc1": ("f64 arithmetic follows IEEE 754 and never panics: exp(-1000) is below the "
+                "smallest f64 (about 4.9e-324, exp(-744.4)) and rounds to 0.0, so the sum is "
+                "0.0 and 0.0 / 0.0 is NaN: Ok with NaN weights, as for [1000, 1001].",
+                "Rust's f64 follows IEEE 754, as NumPy's floats do: an exp too small for f64 "
+                "does not panic; work out what exp(-1000) is in f64 (the smallest positive "
+                "f64 is about 4.9e-324) and what the ratio of two such values is (chapter 2, "
+                "Softmax, and why it must be computed stably)."),
         "kc2": ("&[f64] is a shared borrow: softmax reads scores through a reference that "
                 "ends when it returns, and the caller, who still owns scores, can read it; "
                 "reading needs no mut.",
