@@ -96,6 +96,9 @@ def test_check_reports_the_failing_behaviour(tmp_path):
     cells, _ = parse_variant(variants(EX01)["softmax_unstable"])
     proc = _check(_write(tmp_path, EX01, cells))
     assert proc.returncode == 1
+    # the terminal check says what it reads (%check, in the notebook, says it reads the session)
+    assert proc.stdout.splitlines()[1].startswith("(the notebook as last saved: save it first"), \
+        proc.stdout
     rows = _rows(proc.stdout)
     assert " FAIL " in rows["test_softmax_stable"] and "OverflowError" in rows["test_softmax_stable"]
     assert " FAIL " not in rows["test_softmax_known_values"]
@@ -104,6 +107,21 @@ def test_check_reports_the_failing_behaviour(tmp_path):
         "softmax([1000, 1001]) does not overflow: the max is subtracted first. — CheckFailed: "
         "softmax([1000, 1001]): raised OverflowError: math range error. Hint: exp of a large "
         "score overflows"), rows["test_softmax_stable"]
+
+
+def test_a_failure_in_a_hidden_case_says_so(tmp_path):
+    """The row's sentence describes the visible example; a failure of another case (a
+    hidden part's, with its own sizes) says it is one, and a visible failure does not."""
+    ex02 = "ex02_numpy_attention"
+    cells, _ = parse_variant(variants(ex02)["softmax_global_max"])
+    rows = _rows(_check(_write(tmp_path, ex02, cells)).stdout)
+    assert " FAIL " in rows["test_softmax_stable"], rows
+    assert "— CheckFailed: in a hidden case of this test: softmax of one row near +1000" in \
+        rows["test_softmax_stable"], rows["test_softmax_stable"]
+    cells, _ = parse_variant(variants(ex02)["softmax_ignores_axis"])
+    rows = _rows(_check(_write(tmp_path, ex02, cells)).stdout)
+    assert " FAIL " in rows["test_softmax_axis"], rows
+    assert "hidden case" not in rows["test_softmax_axis"], rows["test_softmax_axis"]
 
 
 def test_no_hidden_input_reaches_the_rows_through_an_exception(tmp_path):

@@ -88,7 +88,11 @@ def test_check_s_rows_say_what_each_test_checks_and_why_an_answer_is_right(tmp_p
            "softmax": "def softmax(row):\n    e = [math.exp(x) for x in row]\n"
                       "    return [v / sum(e) for v in e]\n"}
     assert in_notebook.run_check(path, ran, []) == 1
-    rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if " pt  " in ln}
+    out = capsys.readouterr().out
+    # it says what it reads (the session, then the saved file), not the terminal's line
+    assert "as you ran it: 2 cell(s) as run in this session" in out.splitlines()[0], out
+    assert "as last saved" not in out, out
+    rows = {ln.split()[0]: ln for ln in out.splitlines() if " pt  " in ln}
     right, reasoning = EXPLANATIONS[A]["kc1"][0], EXPLANATIONS[A]["kc2"][1]
     assert f"PASS     Knowledge check 1: right — {right}" in rows["test_kc1"], rows
     assert "FAIL     Knowledge check 2: softmax of doubled scores. — CheckFailed: Knowledge " \
