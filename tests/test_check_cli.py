@@ -124,6 +124,22 @@ def test_a_failure_in_a_hidden_case_says_so(tmp_path):
     assert "hidden case" not in rows["test_softmax_axis"], rows["test_softmax_axis"]
 
 
+@pytest.mark.skipif(find_rustc() is None, reason="needs a Rust toolchain")
+def test_a_rust_stub_is_named_as_todo(tmp_path):
+    """ex08 with scaled_dot_product_attention still the release's todo!(): its failing
+    rows, hidden ones included, name todo!(), not Python's NotImplementedError."""
+    ex08 = "ex08_rust_attention"
+    released = nbformat.read(EXERCISES / ex08 / f"{ex08}.ipynb", as_version=4)
+    (stub,) = [c.source for c in released.cells
+               if c.metadata.get("nbgrader", {}).get("grade_id") == "scaled_dot_product_attention"]
+    assert "todo!()" in stub
+    rows = _rows(_check(_write(tmp_path, ex08, {"scaled_dot_product_attention": stub})).stdout)
+    stubbed = [r for r in rows.values() if "not implemented yet" in r]
+    assert any("hidden case" in r for r in stubbed), rows
+    assert all("still reaches the stub's todo!()" in r for r in stubbed), stubbed
+    assert not any("NotImplementedError" in r for r in rows.values()), rows
+
+
 def test_no_hidden_input_reaches_the_rows_through_an_exception(tmp_path):
     """A softmax that raises with the hidden row in its message (and in its exception
     class's name) fails the hidden tests with the case and ValueError named, never the row,
