@@ -40,6 +40,7 @@ EXERCISE = f"exercises/{ASSIGNMENT}/{ASSIGNMENT}"  # the docname of exercise 1's
 IN_PAGE_FILES = {
     "autograder/__init__.py": None,  # the real one reads solutions/: a docstring instead
     "autograder/testing.py": "testing.py",
+    "autograder/brief_tracebacks.py": "brief_tracebacks.py",  # testing imports it (no-op here)
     "autograder/verdicts.py": "verdicts.py",
     "autograder/inpage.py": "inpage.py",
     "autograder/reference/__init__.py": "reference/__init__.py",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import sys
 import traceback
 from typing import Any
@@ -121,6 +122,8 @@ def check_exercise(notebook: dict, code: dict[str, str], spec: dict) -> dict[str
             cell["outputs"] = []  # the in-notebook check (%check): not run, as nbclient
             continue             # skips it
         printed, error = run_source(_python(cell["source"]), namespace, i)
+        if error and is_test_cell(cell):
+            error = _mark_hidden_case(error, cell["source"])
         cell["outputs"] = ([{"output_type": "stream", "name": "stdout", "text": printed}]
                            if printed else []) + ([error] if error else [])
     nb = {"cells": cells}
@@ -129,6 +132,28 @@ def check_exercise(notebook: dict, code: dict[str, str], spec: dict) -> dict[str
                    explanations=spec.get("explanations") or None)
     lines, failed = report(rows, cell_errors(nb), whole=bool(whole))
     return {"lines": lines, "failed": failed}
+
+
+HIDDEN_CASE = "in a hidden case of this test: "
+
+
+def _mark_hidden_case(error: dict, source: str) -> dict:
+    """``error`` with its message marked as a hidden case's (as the checker marks it for
+    ``check``) when the failing line is in the test's hidden part and it is no knowledge
+    check's verdict: the row's sentence describes the visible example, not this case."""
+    m = re.search(r"Cell In\[\d+\], line (\d+)", "\n".join(error.get("traceback", [])))
+    lines = source.split("\n")
+    if not m or str(error.get("evalue", "")).startswith(("Knowledge check", HIDDEN_CASE)):
+        return error
+    n = int(m.group(1))
+    begins = [k for k, ln in enumerate(lines, 1) if ln.strip() == "### BEGIN HIDDEN TESTS"]
+    ends = [k for k, ln in enumerate(lines, 1) if ln.strip() == "### END HIDDEN TESTS"]
+    if not any(b < n < e for b, e in zip(begins, ends)):
+        return error
+    old = f"{error['ename']}: {error['evalue']}"
+    new = f"{error['ename']}: {HIDDEN_CASE}{error['evalue']}"
+    return dict(error, evalue=HIDDEN_CASE + str(error["evalue"]),
+                traceback=[new if t == old else t for t in error["traceback"]])
 
 
 def _python(source: str) -> str:

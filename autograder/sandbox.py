@@ -160,7 +160,7 @@ def _rust_sysroot() -> str | None:
 # No reference, no check, no answer.
 KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "verdicts.py", "wire.py",
                 "kernel_client.py", "kernel_launch.py", "kernel_zygote.py", "rust.py",
-                "in_notebook.py")
+                "in_notebook.py", "brief_tracebacks.py")
 # What an exercise's released notebook imports beyond those (the helpers it gives).
 KERNEL_EXTRA = {"ex07_transformer": ("transformer_given.py",)}
 

@@ -126,7 +126,9 @@ def test_every_runnable_cell_prints_what_the_build_printed(site, offline, built_
             out, _ = _run(page, cell)
             assert out == built, (path.name, out[:300], built[:300])
             ran += 1
-    assert ran >= 5 and not aborted, (ran, aborted)
+    # chapter 2's four cells (chapter 1's path-length cell now tests the NumPy layers
+    # themselves, so it needs NumPy and runs in JupyterLab only)
+    assert ran >= 4 and not aborted, (ran, aborted)
 
 
 def _fill(page, code: dict[str, str]) -> None:
