@@ -77,7 +77,8 @@ class BuildWithCourse(build_py):
 
     def run(self):
         super().run()
-        if not getattr(self, "editable_mode", False):  # an editable install reads the repository's folders
+        # An editable install reads the repository's own folders.
+        if not getattr(self, "editable_mode", False):
             bundle_course(HERE, Path(self.build_lib) / "autograder" / "course")
 
 

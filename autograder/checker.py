@@ -873,11 +873,8 @@ def run_test(session: Session, source: str, setup: dict, where: str) -> tuple[st
                 return testing.error_kind(exc), ("raised in a hidden part of the test (its "
                                                  "message is not shown)")
             message = str(exc)[:4000]
-            if state["hidden"] and not message.startswith("Knowledge check"):
-                # The row's sentence describes the visible example; this case is another
-                # (its own sizes and values), which the learner should not look for there.
-                message = f"in a hidden case of this test: {message}"
-            return type(exc).__name__, message
+            return type(exc).__name__, (testing.mark_hidden_case(message) if state["hidden"]
+                                        else message)
         finally:
             ns.keep()
         return None

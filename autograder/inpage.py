@@ -23,6 +23,7 @@ import sys
 import traceback
 from typing import Any
 
+from autograder.testing import mark_hidden_case
 from autograder.verdicts import (
     Execution,
     cell_errors,
@@ -134,26 +135,20 @@ def check_exercise(notebook: dict, code: dict[str, str], spec: dict) -> dict[str
     return {"lines": lines, "failed": failed}
 
 
-HIDDEN_CASE = "in a hidden case of this test: "
-
-
 def _mark_hidden_case(error: dict, source: str) -> dict:
-    """``error`` with its message marked as a hidden case's (as the checker marks it for
-    ``check``) when the failing line is in the test's hidden part and it is no knowledge
-    check's verdict: the row's sentence describes the visible example, not this case."""
+    """``error`` with its message marked as a hidden case's, as the checker marks it for
+    ``check`` (:func:`autograder.testing.mark_hidden_case`), when the failing line is in
+    the test's hidden part."""
     m = re.search(r"Cell In\[\d+\], line (\d+)", "\n".join(error.get("traceback", [])))
     lines = source.split("\n")
-    if not m or str(error.get("evalue", "")).startswith(("Knowledge check", HIDDEN_CASE)):
-        return error
-    n = int(m.group(1))
     begins = [k for k, ln in enumerate(lines, 1) if ln.strip() == "### BEGIN HIDDEN TESTS"]
     ends = [k for k, ln in enumerate(lines, 1) if ln.strip() == "### END HIDDEN TESTS"]
-    if not any(b < n < e for b, e in zip(begins, ends)):
+    if not m or not any(b < int(m.group(1)) < e for b, e in zip(begins, ends)):
         return error
-    old = f"{error['ename']}: {error['evalue']}"
-    new = f"{error['ename']}: {HIDDEN_CASE}{error['evalue']}"
-    return dict(error, evalue=HIDDEN_CASE + str(error["evalue"]),
-                traceback=[new if t == old else t for t in error["traceback"]])
+    marked = mark_hidden_case(str(error["evalue"]))
+    old, new = f"{error['ename']}: {error['evalue']}", f"{error['ename']}: {marked}"
+    return dict(error, evalue=marked, traceback=[new if t == old else t
+                                                 for t in error["traceback"]])
 
 
 def _python(source: str) -> str:

@@ -22,6 +22,8 @@ import sys
 import types
 from typing import Any, Callable
 
+from autograder.brief_tracebacks import install as show_check_failures_briefly
+
 try:
     import numpy as np
 except ImportError:  # pragma: no cover - the website's in-page tier: plain Python values only
@@ -30,6 +32,18 @@ except ImportError:  # pragma: no cover - the website's in-page tier: plain Pyth
 
 class CheckFailed(AssertionError):
     """A graded behaviour is not met; the message says which one and why."""
+
+
+HIDDEN_CASE = "in a hidden case of this test: "
+
+
+def mark_hidden_case(message: str) -> str:
+    """A failure message of a hidden case, said to be one: the row's sentence describes the
+    visible example, not this case (its own sizes and values). A knowledge check's verdict
+    is no case and keeps its text."""
+    if message.startswith(("Knowledge check", HIDDEN_CASE)):
+        return message
+    return HIDDEN_CASE + message
 
 
 def fail(message: str) -> None:
@@ -493,4 +507,4 @@ def check_pure_python(*functions: Callable, banned: tuple[str, ...] = BANNED_MOD
 
 # In a learner's notebook, a failed check shows the cell line and the message, not the
 # frames of these helpers (autograder.brief_tracebacks).
-_brief = __import__("autograder.brief_tracebacks", fromlist=["install"]).install(CheckFailed)
+show_check_failures_briefly(CheckFailed)
