@@ -216,12 +216,7 @@ def results(nb, hidden: set[str] | None = None,
             status, message = "notrun", f"not run: {execution.stopped_because}"
         elif errors:
             status, message = "fail", with_sentence(cell["source"], first_error_line(errors[0]))
-            if errors[0].get("ename") == "NameError":
-                missing = re.search(r"name '(\w+)' is not defined", str(errors[0].get("evalue")))
-                culprit = [name for j, name, _ in broken if j < i and missing
-                           and defines(nb["cells"][j]["source"], missing.group(1))]
-                if culprit:
-                    message += f" (fix the error in cell '{culprit[-1]}' above first)"
+            message += _culprit(nb, broken, i, errors[0])
         elif only_docstring(cell["source"]):
             status, message = "hidden", "graded later: all of this test is hidden"
         elif HIDDEN_BEGIN in cell["source"]:  # the instructor's source: hidden part ran too
@@ -233,6 +228,22 @@ def results(nb, hidden: set[str] | None = None,
             status, message = "pass", _passed(cell["source"], explanations)
         out.append(TestResult(gid, points, status, message))
     return out
+
+
+def _culprit(nb, broken: list[tuple[int, str, str]], i: int, error) -> str:
+    """Why test cell ``i`` may have failed because of a learner's cell above it that raised
+    (:func:`cell_errors`): a NameError for a name that cell defines, or any error in a test
+    that uses a name defined by a cell still raising NotImplementedError. "" when none."""
+    if error.get("ename") == "NameError":
+        missing = re.search(r"name '(\w+)' is not defined", str(error.get("evalue")))
+        culprit = [name for j, name, _ in broken if j < i and missing
+                   and defines(nb["cells"][j]["source"], missing.group(1))]
+        return f" (fix the error in cell '{culprit[-1]}' above first)" if culprit else ""
+    used = set(re.findall(r"\b[A-Za-z_]\w*\b", nb["cells"][i]["source"]))
+    stubs = [name for j, name, message in broken if j < i and message.startswith("not done yet")
+             and any(defines(nb["cells"][j]["source"], n) for n in used)]
+    return (f" (your cell '{stubs[-1]}' above still raises NotImplementedError: finish it first)"
+            if stubs else "")
 
 
 def _passed(source: str, explanations: dict[str, str] | None) -> str:

@@ -139,3 +139,27 @@ def test_an_unanswered_knowledge_check_gets_the_reasoning_too():
         knowledge.check("ex01_python_attention", "kc1", ...)
     assert str(caught.value).startswith("Knowledge check 1: no answer given yet. ")
     assert knowledge.EXPLANATIONS["ex01_python_attention"]["kc1"][1] in str(caught.value)
+
+
+def test_a_test_after_an_unfinished_answer_cell_names_that_cell():
+    """An answer cell left with its ``raise NotImplementedError()`` makes the knowledge
+    check's visible assert fail ("kc1_answer should be a string"); the row says which of
+    the learner's cells to finish. A test that does not use that cell's names is not told."""
+    from autograder.config import EXERCISES
+
+    assignment = "ex08_rust_attention"
+    nb = nbformat.read(EXERCISES / assignment / f"{assignment}.ipynb", as_version=4)
+    cells = {grade_id(c): copy.deepcopy(c) for c in nb.cells if grade_id(c)}
+    stub = cells["kc1"]
+    stub["outputs"] = [{"output_type": "error", "ename": "NotImplementedError", "evalue": "",
+                        "traceback": []}]
+    failed = [{"output_type": "error", "ename": "AssertionError",
+               "evalue": "kc1_answer should be a string: 'a', 'b' or 'c'", "traceback": []}]
+    for gid in ("test_kc1", "test_kc2"):
+        cells[gid]["outputs"] = failed
+    rows = {r.name: r for r in results({"cells": [stub, cells["test_kc1"], cells["test_kc2"]]},
+                                       None, None)}
+    assert rows["test_kc1"].status == "fail"
+    assert rows["test_kc1"].message.endswith(
+        "(your cell 'kc1' above still raises NotImplementedError: finish it first)")
+    assert "your cell" not in rows["test_kc2"].message
