@@ -41,9 +41,10 @@ $(NODE): package.json package-lock.json
 book: $(STAMP) $(NODE)
 	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
 
-## test: the whole test suite (builds the book once, grades every test class)
+## test: the whole test suite (builds the book once, grades every test class); the 25 slowest
+## tests are listed at the end (where the time goes)
 test: $(STAMP) $(NODE)
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=25
 
 ## check: the inner loop (under 2 minutes): ruff, then every test not marked book or slow
 ## (unit tests of the grading pieces, reference and check tests, release drift)
