@@ -9,9 +9,12 @@ those of the command (the open repository's hidden tests included, through the t
 checker).
 
 Cells are known by the id the editor sends with each run: JupyterLab and Jupyter Notebook
-send the notebook's own cell id (``cellId``). VS Code sends ids of its own; there a source
-run replaces the solution cell that defines the same names. The file is found through
-``JPY_SESSION_NAME`` (Jupyter's server) or ``__vsc_ipynb_file__`` (VS Code).
+send the notebook's own cell id (``cellId``). VS Code and Colab send ids of their own; there
+a source run replaces the solution cell that defines the same names. The file is found
+through ``JPY_SESSION_NAME`` (Jupyter's server) or ``__vsc_ipynb_file__`` (VS Code). Where
+there is no file to find: in Colab the notebook itself is asked for (Colab's front end
+answers ``get_ipynb`` with the notebook as it is on screen); elsewhere the released exercise
+whose cells the learner ran is checked, with the sources run this session in it.
 
 The check never runs where it would check itself: the cell carries the ``skip-execution``
 tag (nbclient, and so ``check`` and ``grade``, skip it), a line magic is left out by the
@@ -78,6 +81,48 @@ def find_notebook(shell) -> Path:
         "notebook and run `python -m autograder check PATH/TO/NOTEBOOK.ipynb` in a terminal.")
 
 
+def colab_notebook():
+    """The notebook on screen in Colab (``nbformat`` node), or None outside Colab.
+
+    Colab keeps no notebook file beside the kernel; its front end answers the
+    ``get_ipynb`` request with the notebook as shown, unsaved edits included.
+    """
+    try:
+        from google.colab import _message  # only in Colab's kernel
+    except ImportError:
+        return None
+    import nbformat
+
+    try:
+        reply = _message.blocking_request("get_ipynb", timeout_sec=30)
+        return nbformat.from_dict(reply["ipynb"])
+    except Exception:  # noqa: BLE001 - an old or changed Colab: fall back to the release
+        return None
+
+
+def released_as_run(ran: dict[str, str]):
+    """(assignment, its released notebook) whose read-only cells the learner ran most, or
+    None when no run cell is one of a released exercise's (a notebook of another course).
+
+    Cells run in a fresh session carry the editor's own ids, so the exercise is known by
+    content: the set-up and test cells that ran, compared with every released notebook's.
+    """
+    from autograder import ASSIGNMENTS
+    from autograder.notebook import nbgrader_meta, normalise, released_notebook
+
+    sources = {normalise(source) for source in ran.values()}
+    best, best_count = None, 0
+    for name in ASSIGNMENTS:
+        nb = released_notebook(name)
+        if nb is None:
+            continue
+        count = sum(1 for c in nb.cells if c.cell_type == "code"
+                    and not nbgrader_meta(c).get("solution") and normalise(c.source) in sources)
+        if count > best_count:
+            best, best_count = (name, nb), count
+    return best
+
+
 def _defined(source: str) -> set[str]:
     """The names ``source`` defines at its top level (none when it does not parse)."""
     try:
@@ -122,21 +167,55 @@ def run_check(path: Path, ran: dict[str, str], args: list[str]) -> int:
 
     nb = nbformat.read(path, as_version=4)
     taken = as_run(nb, ran)
-    name = assignment_of_path(path)
     print(f"checking {path} as you ran it: {taken} cell(s) as run in this session, the "
           "others as saved", flush=True)
+    return check_notebook(nb, assignment_of_path(path), path.name, args, shown_as=str(path))
+
+
+def check_notebook(nb, name: str | None, file_name: str, args: list[str],
+                   shown_as: str) -> int:
+    """Write ``nb`` to a temporary folder in the exercise's layout (``name/name.ipynb``),
+    run ``python -m autograder check ARGS`` on it with :data:`GUARD` set and print its
+    output as it comes, the temporary path shown as ``shown_as``; returns its exit status."""
+    import nbformat
+
     with tempfile.TemporaryDirectory(prefix="autograder-check-") as tmp:
-        folder = Path(tmp) / (name or path.parent.name)
+        folder = Path(tmp) / (name or Path(file_name).stem)
         folder.mkdir()
-        copy = folder / (f"{name}.ipynb" if name else path.name)
+        copy = folder / (f"{name}.ipynb" if name else file_name)
         nbformat.write(nb, copy)
         env = dict(os.environ, **{GUARD: "1"})
         proc = subprocess.Popen([sys.executable, "-m", "autograder", "check", str(copy), *args],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=env, cwd=folder)
         for line in proc.stdout:
-            print(line.replace(str(copy), str(path)), end="", flush=True)
+            print(line.replace(str(copy), shown_as), end="", flush=True)
         return proc.wait()
+
+
+def check_without_file(ran: dict[str, str], args: list[str], why: NotebookNotFound) -> int:
+    """``%check`` where the notebook has no file the kernel can read: Colab's notebook as
+    shown, else the released exercise with the cells run this session; returns the exit
+    status (2, with the reason printed, when neither can be had)."""
+    from autograder.notebook import identify_assignment
+
+    nb = colab_notebook()
+    if nb is not None:
+        name = identify_assignment(nb)
+        print("checking this Colab notebook as it is on screen", flush=True)
+        return check_notebook(nb, name, f"{name or 'notebook'}.ipynb", args,
+                              shown_as="this notebook")
+    found = released_as_run(ran)
+    if found is None:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
+    name, nb = found
+    taken = as_run(nb, ran)
+    print(f"this notebook's file cannot be read here, so checking exercise {name} as released "
+          f"with the {taken} answer cell(s) you ran in this session; an answer cell you have "
+          "not run since the kernel started counts as not answered (run it, then %check)",
+          flush=True)
+    return check_notebook(nb, name, f"{name}.ipynb", args, shown_as=f"{name}.ipynb")
 
 
 def check_magic(shell, recorder: Recorder, line: str) -> None:
@@ -147,7 +226,7 @@ def check_magic(shell, recorder: Recorder, line: str) -> None:
     try:
         path = find_notebook(shell)
     except NotebookNotFound as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        check_without_file(recorder.ran, shlex.split(line), exc)
         return
     run_check(path, recorder.ran, shlex.split(line))
 

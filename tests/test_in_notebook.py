@@ -99,3 +99,71 @@ def test_check_s_rows_say_what_each_test_checks_and_why_an_answer_is_right(tmp_p
         f"check 2: 'c' is not the right answer. {reasoning}" in rows["test_kc2"], rows
     assert "FAIL     softmax([1000, 1001]) does not overflow: the max is subtracted first. — " \
         in rows["test_softmax_stable"] and " Hint: " in rows["test_softmax_stable"], rows
+
+
+def _session_of(nb, cells: set[str] | None = None) -> dict[str, str]:
+    """The sources a front end without the notebook's ids (Colab) sends as they are run:
+    every code cell of ``nb`` but ``%check`` (or only the named cells), under ids of its own."""
+    return {f"colab-cell-{i}": c.source for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and c.id != "check" and (cells is None or c.id in cells)}
+
+
+def test_check_without_a_file_checks_the_released_exercise_with_the_cells_run(
+        monkeypatch, capsys):
+    """Where the kernel cannot read the notebook (no JPY_SESSION_NAME, not VS Code, not
+    Colab), %check knows the exercise by the set-up and test cells run and checks its
+    release with the learner's run sources: every answer run earns its points, an answer
+    cell not run counts as not answered (issue 27: an exercise runs where it is opened)."""
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    solved = filled_notebook(A)
+    ran = _session_of(solved)
+    why = in_notebook.NotebookNotFound("cannot find this notebook's file")
+    assert in_notebook.check_without_file(ran, [], why) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith(f"this notebook's file cannot be read here, so "
+                                          f"checking exercise {A} as released with the 5 "), out
+    assert "0 failed, 0 pending" in out and " FAIL " not in out, out
+    # softmax never run in this session: the release's stub is what is checked
+    unsolved = {k: v for k, v in ran.items() if not v.startswith("def softmax")}
+    assert in_notebook.check_without_file(unsolved, [], why) == 1
+    rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if " pt  " in ln}
+    assert "FAIL" in rows["test_softmax_known_values"] and "PASS" in rows["test_kc1"], rows
+    assert "NotImplementedError" in rows["test_softmax_known_values"], rows
+
+
+def test_check_without_a_file_or_an_exercise_says_what_was_tried(monkeypatch, capsys):
+    why = in_notebook.NotebookNotFound("cannot find this notebook's file; tried X")
+    assert in_notebook.released_as_run({"c1": "x = 1\n"}) is None
+    assert in_notebook.check_without_file({"c1": "x = 1\n"}, [], why) == 2
+    assert "error: cannot find this notebook's file; tried X" in capsys.readouterr().err
+
+
+def test_check_in_colab_asks_colab_for_the_notebook_on_screen(monkeypatch, capsys):
+    """In Colab there is no file: the front end's ``get_ipynb`` answer (the notebook as
+    shown, unsaved edits included) is what is checked. Colab's module is faked here."""
+    import sys
+    import types
+
+    shown = filled_notebook(A, {"kc2": "kc2_answer = 'c'\n"})  # one wrong answer on screen
+    message = types.ModuleType("google.colab._message")
+    asked = []
+
+    def blocking_request(kind, timeout_sec=None):
+        asked.append(kind)
+        return {"ipynb": nbformat.from_dict(shown)}
+
+    message.blocking_request = blocking_request
+    colab = types.ModuleType("google.colab")
+    colab._message = message
+    google = types.ModuleType("google")
+    google.colab = colab
+    monkeypatch.setitem(sys.modules, "google", google)
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+    monkeypatch.setitem(sys.modules, "google.colab._message", message)
+    why = in_notebook.NotebookNotFound("no file")
+    assert in_notebook.check_without_file({}, [], why) == 1
+    out = capsys.readouterr().out
+    assert asked == ["get_ipynb"] and out.startswith("checking this Colab notebook"), out
+    rows = {ln.split()[0]: ln for ln in out.splitlines() if " pt  " in ln}
+    assert "FAIL" in rows["test_kc2"] and "PASS" in rows["test_kc1"], rows
+    assert "1 failed, 0 pending" in out, out
