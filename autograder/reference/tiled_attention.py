@@ -106,8 +106,10 @@ def tiled_attention(Q, K, V, block_size: int = 64, is_causal: bool = False) -> n
         # that exp(-inf - (-inf)) = NaN never happens (its exp terms are all exp(-inf) = 0).
         shift = np.where(np.isfinite(m_new), m_new, 0.0)
         alpha = np.exp(m - shift)  # exp(m - m'): rescales the old sums; 0 when m = -inf
-        # (T_q, block) terms exp(s_j - m'), not yet normalised; reuses the scores' memory
-        terms = np.exp(scores - shift[:, None], out=scores)
+        # (T_q, block) terms exp(s_j - m'), not yet normalised, written over the scores: no
+        # temporary (T_q, block) array
+        np.subtract(scores, shift[:, None], out=scores)
+        terms = np.exp(scores, out=scores)
         l = alpha * l + terms.sum(axis=1)
         acc *= alpha[:, None]
         acc += terms @ V[start:stop]
