@@ -41,8 +41,17 @@ def _one_notebook_in(path: Path) -> Path:
     return path
 
 
+def _notebooks_in(folder: Path) -> list[Path]:
+    """The notebooks in ``folder`` and its subfolders, leaving out hidden folders such as
+    JupyterLab's ``.ipynb_checkpoints`` (copies a learner never means)."""
+    found = sorted(folder.glob("*.ipynb")) + sorted(folder.glob("*/*.ipynb"))
+    return [c for c in found if not any(part.startswith(".")
+                                        for part in c.relative_to(folder).parts)]
+
+
 def _suggest(path: Path) -> list[str]:
-    """Notebooks near a mistyped path: in its folder, or the course's exercises."""
+    """Notebooks near a mistyped path: those of its folder when it has any (the closest
+    names first), else the closest names in the current folder and the course's exercises."""
     import difflib
 
     for folders in ((path.parent,), (Path.cwd(), EXERCISES)):
@@ -50,7 +59,7 @@ def _suggest(path: Path) -> list[str]:
         for folder in folders:
             if not folder.is_dir():
                 continue
-            for c in sorted(folder.glob("*.ipynb")) + sorted(folder.glob("*/*.ipynb")):
+            for c in _notebooks_in(folder):
                 try:
                     shown = str(c.resolve().relative_to(Path.cwd().resolve()))
                 except ValueError:
@@ -59,6 +68,8 @@ def _suggest(path: Path) -> list[str]:
         stem = path.stem.lower()
         close = [n for n in names if stem and (n.lower().startswith(stem) or stem in n.lower())]
         close += difflib.get_close_matches(path.name, list(names), n=3, cutoff=0.5)
+        if folders == (path.parent,) and names and path.parent.resolve() != Path.cwd().resolve():
+            close += list(names)  # a folder the learner named: its notebooks, not others'
         if close:
             return [names[n] for n in dict.fromkeys(close)][:3]
     return []

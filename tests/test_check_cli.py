@@ -303,3 +303,19 @@ def test_check_of_a_folder_checks_its_one_notebook(tmp_path):
     (folder / "copy.ipynb").write_text("{}", encoding="utf-8")
     proc = _check(folder)  # two notebooks: which one is not guessed
     assert proc.returncode == 2 and "no notebook at" in proc.stderr, proc.stderr
+
+
+def test_a_mistyped_name_suggests_the_notebooks_of_its_folder_never_a_checkpoint(
+        tmp_path, monkeypatch):
+    """The newcomer walk: `check exercises/ex01_python_attention/nope.ipynb` suggested
+    ex03's notebook, and a misspelt name JupyterLab's checkpoint copy."""
+    from autograder.cli import _suggest
+
+    folder = tmp_path / "exercises" / EX01
+    (folder / ".ipynb_checkpoints").mkdir(parents=True)
+    (folder / f"{EX01}.ipynb").write_text("{}", encoding="utf-8")
+    (folder / ".ipynb_checkpoints" / f"{EX01}-checkpoint.ipynb").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    mine = f"exercises/{EX01}/{EX01}.ipynb"
+    assert _suggest(folder / "nope.ipynb") == [mine]
+    assert _suggest(folder / "ex01_pyton_attention.ipynb") == [mine]
