@@ -97,6 +97,16 @@ def test_learners_meet_no_nbgrader_menu_and_chapters_open_as_notebooks(learner_l
             '.jp-SideBar .lm-TabBar-tab')).map(t => t.getAttribute('title') || t.innerText)""")
         assert sidebars and not [t for t in sidebars if "assignment" in t.lower()], sidebars
         assert page.locator("#nbgrader-create_assignemnt, .nbgrader-mainarea-widget").count() == 0
+        # no "Would you like to get notified about official Jupyter news?" prompt (the walk
+        # met it): the lab's settings as its server sends them, overrides in the defaults
+        news = page.evaluate("""async () => {
+            const s = await window.jupyterapp.serviceManager.settings.fetch(
+                '@jupyterlab/apputils-extension:notification');
+            const p = s.schema.properties;
+            return [s.settings.fetchNews ?? p.fetchNews.default,
+                    s.settings.checkForUpdates ?? p.checkForUpdates.default];
+        }""")
+        assert news == ["false", False], news
 
         # chapter 2 opened as a notebook: a notebook panel of cells, no text editor
         opened = page.evaluate("""() => { const w = window.jupyterapp.shell.currentWidget;

@@ -6,7 +6,9 @@ The settings live in ``tools/jupyterlab/`` (one place; ``make venv`` and Binder'
 - ``overrides.json``: Markdown files (the chapters, MyST notebooks) open as notebooks with
   jupytext's JupyterLab extension ("Jupytext Notebook"), not in the text editor. Installed
   as ``{prefix}/share/jupyter/lab/settings/overrides.d/attention-course.json``, so that a
-  ``overrides.json`` of the environment's own stays the user's, and wins.
+  ``overrides.json`` of the environment's own stays the user's, and wins. Also: no
+  "Would you like to get notified about official Jupyter news?" prompt and no update check
+  (``@jupyterlab/apputils-extension:notification``): the learner came for the course.
 - ``page_config.json``: nbgrader's JupyterLab extension, ``@jupyter/nbgrader``, disabled:
   all its plugins, ``@jupyter/nbgrader:menu`` (the Nbgrader menu), ``:formgrader``,
   ``:assignment-list``, ``:course-list``, ``:create-assignment`` (the property inspector
