@@ -125,6 +125,10 @@ def test_every_runnable_cell_prints_what_the_build_printed(site, offline, built_
             built = shown.text_content() if shown else ""
             out, _ = _run(page, cell)
             assert out == built, (path.name, out[:300], built[:300])
+            # a cell that prints nothing says it ran (the walk met an empty strip)
+            said = cell.evaluate("c => getComputedStyle(c.querySelector('.course-run-output'),"
+                                 " '::before').content")
+            assert ("printed nothing" in said) == (built == ""), (path.name, said)
             ran += 1
     # chapter 2's four cells (chapter 1's path-length cell now tests the NumPy layers
     # themselves, so it needs NumPy and runs in JupyterLab only)
@@ -179,6 +183,27 @@ def test_exercise_1_checks_in_the_page_and_keeps_the_code(site, offline, tmp_pat
                           capture_output=True, text=True, cwd=REPO, timeout=300)
     assert "warning" not in proc.stdout and proc.returncode == 1, proc.stdout + proc.stderr
     assert _rows(proc.stdout) == _rows(report)  # every row, as check prints it
+    assert not aborted, aborted
+
+
+def test_a_check_from_the_last_editor_shows_its_rows_on_screen(site, offline):
+    """Shift+Enter in an editor far below the Check panel checks and brings the panel,
+    with its rows, into view (the walk pressed it in kc3 and saw no result)."""
+    context, aborted, _ = offline
+    page = context.new_page()
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(site + EXERCISE, wait_until="load")
+    _fill(page, {"softmax": SOFTMAX, "scaled_dot_product_attention": ATTENTION, **ANSWERS})
+    last = page.locator("textarea[aria-label='your code for kc3']")
+    last.scroll_into_view_if_needed()
+    last.press("Shift+Enter")
+    page.wait_for_function(
+        """() => { const o = document.querySelector('.course-check-result');
+             return o && !o.hidden && o.textContent.includes(' passed, '); }""",
+        timeout=RUNTIME_WAIT_MS)
+    box = page.locator(".course-check-result").bounding_box()
+    assert box is not None and 0 <= box["y"] < 800, box  # its first rows on screen
+    assert "12 passed, 0 failed, 0 pending" in page.text_content(".course-check-result")
     assert not aborted, aborted
 
 

@@ -139,7 +139,10 @@
       const reply = await ask({ kind: "run", sources: editors.slice(0, i + 1).map((e) => e.value) },
                               () => show(out, "running your code…"));
       if (built) built.hidden = true;
-      show(out, (reply.stdout || "") + (reply.error ? reply.error : ""), !!reply.error);
+      const text = (reply.stdout || "") + (reply.error ? reply.error : "");
+      show(out, text, !!reply.error);
+      // A cell that prints nothing still says it ran (CSS, so the text stays the output).
+      out.classList.toggle("course-run-empty", text === "");
       out.dataset.ms = String(Math.round(performance.now() - t0));
     };
     const reset = () => {
@@ -196,14 +199,18 @@
     b.type = "button"; b.textContent = text; b.addEventListener("click", action);
     buttons.appendChild(b);
   };
-  const check = async () => {
+  // The rows appear in this panel, at the top of the exercise: a check started from an
+  // editor further down (Shift+Enter) brings the panel into view, where its rows will be.
+  const check = async (fromEditor) => {
     show(result, busy("checking"));
+    if (fromEditor === true) panel.scrollIntoView({ block: "start" });
     const reply = await ask({ kind: "check", code: current() },
                             () => show(result, "checking your code…"));
     show(result, reply.error ? reply.error : reply.lines.join("\n"), reply.error || reply.failed);
+    if (fromEditor === true) panel.scrollIntoView({ block: "start" });
   };
   add("Check", check);
-  for (const area of Object.values(code)) area.onrun = check;  // Shift+Enter checks
+  for (const area of Object.values(code)) area.onrun = () => check(true);  // Shift+Enter
   add("Stop", stop);
   add("Download notebook", async () => {
     const data = await (await fetch(new URL("course-runner.json", STATIC))).json();
