@@ -239,12 +239,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_manual(args: argparse.Namespace) -> int:
-    from autograder.grading import manual
+    from autograder.grading import manual, record
 
     if args.action == "list":
         return manual.main_list(Path(args.workspace), args.assignment)
     return manual.main_score(Path(args.workspace), args.student, args.assignment, args.cell,
-                             args.points, args.comment)
+                             args.points, args.comment, derive=record.derive)
 
 
 def cmd_release(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ command does and what each status means):
 - :mod:`~autograder.grading.gradebook`: nbgrader's gradebook (SQLite or PostgreSQL): its
   one URL, its queries.
 - :mod:`~autograder.grading.results`: the typed ``Row``, the ``Status`` enum, the CSV files.
+- :mod:`~autograder.grading.environment`: the environment of the processes grading starts.
 - :mod:`~autograder.grading.release`: generate_assignment; the only writer of the
   workspace's ``nbgrader_config.py``.
 - :mod:`~autograder.grading.summary`: the summary printed and plotted after a run.

@@ -9,8 +9,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder.config import SOLUTIONS
-from autograder.grading.pool import child_env
+from autograder.config import SOLUTIONS, apply
+from autograder.grading import speedups
+from autograder.grading.environment import child_env
 from autograder.grading.submission import sha256
 
 CONFIG = "nbgrader_config.py"
@@ -75,9 +76,6 @@ def _generate_assignment(assignment: str, workspace: Path, **settings) -> dict:
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
-
-    from autograder.config import apply
-    from autograder.grading import speedups
 
     speedups.apply()
     config = Config()
