@@ -1,9 +1,11 @@
-"""nbgrader preprocessors the course adds (see :mod:`autograder.config`)."""
+"""nbgrader preprocessors the course adds (:func:`autograder.nbgrader_settings.apply` names
+them in nbgrader's settings)."""
 
 from __future__ import annotations
 
 import re
 import signal
+import time
 from pathlib import Path
 
 import nbformat
@@ -12,6 +14,7 @@ from nbgrader.preprocessors import ClearSolutions, DeduplicateIds, Execute, NbGr
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
+from autograder import sandbox
 from autograder.exercises import trusted
 from autograder.notebook import first_error_line, test_summary
 from autograder.verdicts import is_fixed_cell
@@ -236,6 +239,45 @@ class ResilientExecute(Execute):
                           "/tmp and /dev/shm and the processes it started count)")
         return _error("DeadKernelError", f"the kernel died while running {what} (os._exit, "
                       "a crash or running out of memory)")
+
+
+class SandboxedExecute(ResilientExecute):
+    """nbgrader's Execute (via ResilientExecute: the trusted checker grades the test
+    cells) with the kernel in the sandbox, and the time of each phase profiled."""
+
+    def create_kernel_manager(self):
+        self.kernel_manager_class = sandbox.SandboxedKernelManager
+        km = super().create_kernel_manager()
+        km.assignment = self.resources.get("nbgrader", {}).get("assignment", "") or ""
+        self.km = self.made_km = km
+        return km
+
+    def preprocess(self, nb, resources, km=None):
+        start = time.perf_counter()
+        try:
+            return super().preprocess(nb, resources, km=km)
+        finally:
+            spent = time.perf_counter() - start
+            sandbox.PROFILE["execute"] = sandbox.PROFILE.get("execute", 0.0) + spent
+
+    def start_new_kernel(self, **kwargs):
+        with sandbox.profiled("kernel start"):
+            return super().start_new_kernel(**kwargs)
+
+    def start_new_kernel_client(self):
+        # Every cell has run when the kernel stops, and nothing in the sandbox is kept:
+        # kill it rather than wait for ipykernel to shut itself down.
+        self.shutdown_kernel = "immediate"
+        with sandbox.profiled("kernel start"):
+            return super().start_new_kernel_client()
+
+    def preprocess_cell(self, cell, resources, index):
+        role = ("test cells" if is_grade(cell) and not is_solution(cell) else
+                "learner cells" if is_solution(cell) or cell.cell_type != "code" or
+                not cell.get("metadata", {}).get("nbgrader", {}).get("locked")
+                else "setup cells")
+        with sandbox.profiled(role):
+            return super().preprocess_cell(cell, resources, index)
 
 
 class TrustedTests:

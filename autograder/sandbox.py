@@ -755,51 +755,6 @@ class SandboxedKernelManager(AsyncKernelManager):
             pass
 
 
-def _sandboxed_execute_class():
-    from nbgrader.utils import is_grade, is_solution
-
-    from autograder.nbgrader_plugins import ResilientExecute
-
-    class SandboxedExecute(ResilientExecute):
-        """nbgrader's Execute (via ResilientExecute: the trusted checker grades the test
-        cells) with the kernel in the sandbox, and the time of each phase profiled."""
-
-        def create_kernel_manager(self):
-            self.kernel_manager_class = SandboxedKernelManager
-            km = super().create_kernel_manager()
-            km.assignment = self.resources.get("nbgrader", {}).get("assignment", "") or ""
-            self.km = self.made_km = km
-            return km
-
-        def preprocess(self, nb, resources, km=None):
-            start = time.perf_counter()
-            try:
-                return super().preprocess(nb, resources, km=km)
-            finally:
-                PROFILE["execute"] = PROFILE.get("execute", 0.0) + time.perf_counter() - start
-
-        def start_new_kernel(self, **kwargs):
-            with profiled("kernel start"):
-                return super().start_new_kernel(**kwargs)
-
-        def start_new_kernel_client(self):
-            # Every cell has run when the kernel stops, and nothing in the sandbox is kept:
-            # kill it rather than wait for ipykernel to shut itself down.
-            self.shutdown_kernel = "immediate"
-            with profiled("kernel start"):
-                return super().start_new_kernel_client()
-
-        def preprocess_cell(self, cell, resources, index):
-            role = ("test cells" if is_grade(cell) and not is_solution(cell) else
-                    "learner cells" if is_solution(cell) or cell.cell_type != "code" or
-                    not cell.get("metadata", {}).get("nbgrader", {}).get("locked")
-                    else "setup cells")
-            with profiled(role):
-                return super().preprocess_cell(cell, resources, index)
-
-    return SandboxedExecute
-
-
 # Seconds spent per phase in this process (a grading worker), read and reset per submission
 # by autograder.grading.autograde when profiling (benchmarks/bench_grading.py --profile).
 PROFILE: dict[str, float] = {}
@@ -813,11 +768,3 @@ def profiled(what: str):
         yield
     finally:
         PROFILE[what] = PROFILE.get(what, 0.0) + time.perf_counter() - start
-
-
-def __getattr__(name):  # nbgrader imports the preprocessor by name; build it on demand
-    if name in ("SandboxedExecute", "GuardedExecute"):  # the old name: older workspaces
-        cls = _sandboxed_execute_class()
-        globals().update(SandboxedExecute=cls, GuardedExecute=cls)
-        return cls
-    raise AttributeError(name)

@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
 
     speedups.apply()
 
-    from autograder.config import apply
+    from autograder.nbgrader_settings import apply
     from autograder.grading.autograde import STAGED, grade_one
     from autograder.grading.submission import Submission
 
