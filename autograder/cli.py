@@ -25,6 +25,7 @@ from pathlib import Path
 
 from autograder import ASSIGNMENTS
 from autograder.config import DEFAULT_WORKSPACE, EXERCISES
+from autograder.exercises import assignment_of_path
 from autograder.in_notebook import GUARD as IN_NOTEBOOK_GUARD
 from autograder.verdicts import report
 
@@ -79,24 +80,26 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"error: no notebook at {path}"
               + (f"; did you mean {' or '.join(hint)}?" if hint else ""), file=sys.stderr)
         return 2
-    from autograder import notebook as nbk
+    from autograder import notebook_run
 
     # The kernel starts now and boots (importing torch for the exercises whose checks use
     # it: 1.6 s) while the notebook is read and compared below.
     from autograder.sandbox import preload_for
 
-    named = nbk.assignment_of_path(path)
-    started = nbk.start_kernel(path.resolve().parent, timeout=args.timeout,
-                               preload=preload_for(named) if named else ())
+    named = assignment_of_path(path)
+    started = notebook_run.start_kernel(path.resolve().parent, timeout=args.timeout,
+                                        preload=preload_for(named) if named else ())
     try:
-        return _check(args, path, nbk, started)
+        return _check(args, path, started, notebook_run.execute)
     finally:
         if started.km is not None:  # not run: stopped early, or the kernel never came up
             started._cleanup_kernel()
 
 
-def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
+def _check(args: argparse.Namespace, path: Path, started, execute) -> int:
     import nbformat
+
+    from autograder import notebook as nbk
 
     try:
         nb = nbformat.read(path, as_version=4)
@@ -104,7 +107,7 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
         print(f"error: {path} is not a Jupyter notebook ({type(exc).__name__}: "
               f"{str(exc).splitlines()[0] if str(exc) else ''})", file=sys.stderr)
         return 2
-    expected = nbk.assignment_of_path(path)
+    expected = assignment_of_path(path)
     actual = nbk.identify_assignment(nb)
     if expected and actual and actual != expected:
         print(f"error: wrong-assignment: {path} is the notebook of {actual}, not of {expected} "
@@ -139,8 +142,8 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
     whole = not args.visible_only and _hidden_tests_here(assignment)
     if whole and not source:  # the open repository: every test whole, as grading runs it
         nbk.put_hidden_tests_back(nb, assignment)
-    execution = nbk.execute(nb, path.resolve().parent, timeout=args.timeout, started=started,
-                            assignment=assignment if whole else "")
+    execution = execute(nb, path.resolve().parent, timeout=args.timeout, started=started,
+                        assignment=assignment if whole else "")
     rows = nbk.results(nb, hidden, execution,
                        explanations=_explanations(assignment) if whole or source else None)
     if not any(nbk.is_test_cell(c) for c in nb.cells):

@@ -94,10 +94,17 @@ def bwrap_has_size() -> bool:
     return "--size" in (done.stdout + done.stderr)
 
 
+def tmpfs_size_args() -> list[str]:
+    """bubblewrap's ``--size M`` to put before a ``--tmpfs`` (nothing without a memory cap
+    or where this bubblewrap lacks the option)."""
+    cap = kernel_memory.cap()
+    return ["--size", str(cap)] if cap and bwrap_has_size() else []
+
+
 def _scratch_tmpfs() -> list[str]:
     """The sandbox's ``/dev/shm`` and ``/tmp``: tmpfs mounts of at most the memory cap each
     (:mod:`autograder.kernel_memory`)."""
-    size = kernel_memory.tmpfs_size_args()
+    size = tmpfs_size_args()
     return [*size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp"]
 
 
