@@ -80,26 +80,26 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"error: no notebook at {path}"
               + (f"; did you mean {' or '.join(hint)}?" if hint else ""), file=sys.stderr)
         return 2
-    from autograder import notebook_run
+    from autograder import notebook as nbk
 
     # The kernel starts now and boots (importing torch for the exercises whose checks use
     # it: 1.6 s) while the notebook is read and compared below.
     from autograder.sandbox import preload_for
 
     named = assignment_of_path(path)
-    started = notebook_run.start_kernel(path.resolve().parent, timeout=args.timeout,
-                                        preload=preload_for(named) if named else ())
+    started = nbk.start_kernel(path.resolve().parent, timeout=args.timeout,
+                               preload=preload_for(named) if named else ())
     try:
-        return _check(args, path, started, notebook_run.execute)
+        return _check(args, path, nbk, started)
     finally:
         if started.km is not None:  # not run: stopped early, or the kernel never came up
             started._cleanup_kernel()
 
 
-def _check(args: argparse.Namespace, path: Path, started, execute) -> int:
+def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
     import nbformat
 
-    from autograder import notebook as nbk
+    from autograder import notebook_run  # the trusted checker: after the kernel started
 
     try:
         nb = nbformat.read(path, as_version=4)
@@ -142,8 +142,8 @@ def _check(args: argparse.Namespace, path: Path, started, execute) -> int:
     whole = not args.visible_only and _hidden_tests_here(assignment)
     if whole and not source:  # the open repository: every test whole, as grading runs it
         nbk.put_hidden_tests_back(nb, assignment)
-    execution = execute(nb, path.resolve().parent, timeout=args.timeout, started=started,
-                        assignment=assignment if whole else "")
+    execution = notebook_run.execute(nb, path.resolve().parent, timeout=args.timeout,
+                                     started=started, assignment=assignment if whole else "")
     rows = nbk.results(nb, hidden, execution,
                        explanations=_explanations(assignment) if whole or source else None)
     if not any(nbk.is_test_cell(c) for c in nb.cells):

@@ -14,8 +14,9 @@ from nbgrader.preprocessors import ClearSolutions, DeduplicateIds, Execute, NbGr
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
-from autograder import sandbox
+from autograder import checker, kernel_memory, probe, sandbox
 from autograder.exercises import trusted
+from autograder.kernel_client import SERVING
 from autograder.notebook import first_error_line, test_summary
 from autograder.verdicts import is_fixed_cell
 
@@ -144,7 +145,6 @@ class ResilientExecute(Execute):
         finally:
             if self._trusted is not None:
                 self._trusted.close()
-            from autograder import kernel_memory
 
             # A process the kernel started, killed by the cap while the kernel lived on.
             # (nbclient has dropped its kernel manager by now: the one it made is kept.)
@@ -229,8 +229,6 @@ class ResilientExecute(Execute):
     def _death_output(self, cell, what: str):
         """The error output of the cell the kernel died in; a death by the memory cap is
         recorded as such (:mod:`autograder.kernel_memory`)."""
-        from autograder import kernel_memory
-
         if kernel_memory.oom_killed(getattr(self, "km", None)):
             STOPPED.append(("KernelOutOfMemory", _where(cell)))
             mib = kernel_memory.cap() // kernel_memory.MIB
@@ -292,8 +290,6 @@ class TrustedTests:
     """
 
     def __init__(self, executor: ResilientExecute, nb, assignment: str = ""):
-        from autograder import checker
-
         self.executor, self.checker, self.nb = executor, checker, nb
         self.assignment = assignment
         self.setup_sources: list[str] = []
@@ -313,7 +309,8 @@ class TrustedTests:
             km = self.executor.km
             self.folder, self._made = self.checker.exchange_folder(km)
             self.session = self.checker.Session(self._rpc, self.folder, self.nb,
-                                                timeout=self.executor.timeout or 60)
+                                                timeout=self.executor.timeout or 60,
+                                                run_without_libraries=probe.run)
             self.session.km = km
             self.session.interrupt = lambda: _signal(km, signal.SIGINT)
             self.session.kill = lambda: _signal(km, signal.SIGKILL)
@@ -431,8 +428,6 @@ def _shown(outputs, marks: list[tuple[str, str]]) -> list:
     and what the learner's code printed when it called it. Errors and results are not the
     verdict. The markers must be the checker's ``marks``, in order: otherwise (a marker
     forged, replayed or suppressed by the learner's code) nothing is shown."""
-    from autograder.kernel_client import SERVING
-
     shown, hidden, seen = [], False, []
     for o in outputs:
         if o.get("output_type") == "display_data" and SERVING in o.get("metadata", {}):

@@ -58,7 +58,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import limits
+from autograder import memory
 from autograder.cgroups import LIMIT_BYTES, Cgroups, writable_hierarchy
+from autograder.config import SOLUTIONS
+from autograder.sandbox import bwrap, sandbox_error, system_binds
 
 MIB = 2**20
 MAX_HEADER = 64 * 2**10  # the probe's answer: one JSON line, then the rows it sends
@@ -210,8 +213,6 @@ def setup_cells(assignment: str) -> list[str]:
     import nbformat
     from nbgrader.utils import is_grade, is_solution
 
-    from autograder.config import SOLUTIONS
-
     nb = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
     return [c.source for c in nb.cells if c.cell_type == "code" and not is_grade(c) and
             not is_solution(c) and c.get("metadata", {}).get("nbgrader", {}).get("locked")]
@@ -248,9 +249,7 @@ def imported_modules(cells: list[str]) -> list[str]:
 
 def _probe_binds() -> list[str]:
     """The sandbox's system binds without GPU devices (GPU memory is in no cgroup)."""
-    from autograder.sandbox import _system_binds
-
-    binds, out, i = _system_binds(), [], 0
+    binds, out, i = system_binds(), [], 0
     while i < len(binds):
         if binds[i] == "--dev-bind-try":
             i += 3
@@ -268,8 +267,6 @@ ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp",
 
 def command() -> tuple[list[str], bool]:
     """(the probe's command line, whether it is sandboxed)."""
-    from autograder.sandbox import bwrap, sandbox_error
-
     py = [sys.executable, "-I", "-c", RUNNER]
     if sandbox_error() is not None:
         return py, False
@@ -404,8 +401,6 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
     :data:`MAX_ROWS_BYTES` (``rows`` None, the default; sent from the array itself, so the
     probe makes no copy of it), or only its ``rows``. At most ``timeout``
     seconds for all of it."""
-    from autograder import memory
-
     found, why = writable_hierarchy()
     groups: Cgroups | None = None
     cmd, boxed = command()

@@ -51,6 +51,7 @@ from traitlets import default
 
 from autograder import kernel_memory
 from autograder.memory import child_pids
+from autograder.rust import find_rustc
 
 PACKAGE = Path(__file__).resolve().parent
 COURSE_DIR = "/opt/autograder-course"  # inside the sandbox: the package's public files
@@ -74,7 +75,7 @@ def sandbox_error() -> str | None:
     try:
         # The tmpfs first: binds after it stay visible when Python lives under /tmp.
         done = subprocess.run([exe, "--unshare-all", "--die-with-parent", "--proc", "/proc",
-                               "--dev", "/dev", "--tmpfs", "/tmp", *_system_binds(),
+                               "--dev", "/dev", "--tmpfs", "/tmp", *system_binds(),
                                sys.executable, "-c", "print('ok')"],
                               capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -114,7 +115,7 @@ _ENTER_CGROUP = ("import os, sys\nwith open(sys.argv[1], 'w') as f:\n    f.write
                  "\nos.execv(sys.argv[2], sys.argv[2:])")
 
 
-def _system_binds() -> list[str]:
+def system_binds() -> list[str]:
     """Read-only binds of the operating system and the Python that runs the kernel."""
     args = []
     for top in ("/usr", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin"):
@@ -145,10 +146,6 @@ def _system_binds() -> list[str]:
 def _rust_sysroot() -> str | None:
     """The Rust toolchain's own folder (not rustup's proxies in the home folder), if any."""
     try:
-        from autograder.rust import find_rustc
-    except ImportError:
-        return None
-    try:
         rustc = find_rustc()
         if not rustc:
             return None
@@ -172,7 +169,7 @@ KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "verdi
 KERNEL_EXTRA = {"ex07_transformer": ("transformer_given.py",)}
 
 
-def _copy_course(dest: Path, assignment: str | None = None) -> None:
+def copy_course(dest: Path, assignment: str | None = None) -> None:
     """The part of the Python package the kernel gets: :data:`KERNEL_FILES` and
     ``assignment``'s :data:`KERNEL_EXTRA` (None: the warm sandbox's own start)."""
     (dest / "autograder").mkdir(parents=True, exist_ok=True)
@@ -308,14 +305,14 @@ class Zygote:
         listener.bind(str(sock))
         listener.listen(1)
         listener.settimeout(1)  # _connect also watches the process: it may die first
-        _copy_course(self.root / "course")
+        copy_course(self.root / "course")
         env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
         env.update(HOME="/tmp", MPLCONFIGDIR="/tmp/matplotlib", PYTHONPATH=COURSE_DIR,
                    PYTHONDONTWRITEBYTECODE="1", IPYTHONDIR="/tmp/ipython")
         run = self.root / "run"
         box = [bwrap(), "--unshare-all", "--die-with-parent", "--as-pid-1", "--cap-drop", "ALL",
                "--proc", "/proc", "--dev", "/dev", *_scratch_tmpfs(),
-               *_system_binds(),
+               *system_binds(),
                "--bind", str(run), str(run),
                "--bind", str(self.root / "course"), COURSE_DIR,
                "--bind", str(self.root / "work"), WORK_DIR,
@@ -425,7 +422,7 @@ class Zygote:
             self.release()
         self.dirty = True
         self.count += 1
-        _copy_course(self.root / "course", assignment)
+        copy_course(self.root / "course", assignment)
         shutil.copytree(cwd, self.root / "work", symlinks=True, dirs_exist_ok=True)
         return self.root / "run", f"kernel{self.count}"
 
@@ -627,7 +624,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         cwd = Path(kw.get("cwd") or os.getcwd()).resolve()
         work = self.scratch / "work"
         shutil.copytree(cwd, work, symlinks=True)
-        _copy_course(self.scratch / "course", self.assignment)
+        copy_course(self.scratch / "course", self.assignment)
         run = self.scratch / "run"
         kept = kw["env"] = self._kernel_env(kw, run)
         # Our launcher instead of ipykernel's; its arguments (-f FILE ...) stay.
@@ -637,7 +634,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         # course (and its .venv) cloned under /tmp is still visible, read-only, inside.
         box = [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
                "--proc", "/proc", "--dev", "/dev", *_scratch_tmpfs(),
-               *_system_binds(),
+               *system_binds(),
                "--bind", str(run), str(run),
                "--bind", str(self.scratch / "course"), COURSE_DIR,
                "--bind", str(work), str(cwd), "--chdir", str(cwd), "--clearenv"]
