@@ -27,6 +27,8 @@ from autograder import ASSIGNMENTS
 from autograder.config import DEFAULT_WORKSPACE, EXERCISES
 from autograder.exercises import assignment_of_path
 from autograder.in_notebook import GUARD as IN_NOTEBOOK_GUARD
+from autograder.rust import INSTALL_HINT, find_rustc
+from autograder.sandbox import preload_for
 from autograder.verdicts import report
 
 
@@ -84,8 +86,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     # The kernel starts now and boots (importing torch for the exercises whose checks use
     # it: 1.6 s) while the notebook is read and compared below.
-    from autograder.sandbox import preload_for
-
     named = assignment_of_path(path)
     started = nbk.start_kernel(path.resolve().parent, timeout=args.timeout,
                                preload=preload_for(named) if named else ())
@@ -132,8 +132,6 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
             warnings.append(f"{what} {change.grade_id} was {change.kind}: grading puts the "
                             f"released version back, so check runs that one")
     if any(c.cell_type == "code" and c.source.lstrip().startswith("%%rust") for c in nb.cells):
-        from autograder.rust import INSTALL_HINT, find_rustc
-
         if find_rustc() is None:  # every Rust test would fail with the same message
             print(f"error: this notebook has Rust cells (%%rust), and {INSTALL_HINT}",
                   file=sys.stderr)
