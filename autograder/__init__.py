@@ -1,11 +1,11 @@
 """Attention Mechanisms & the Transformer: the course's own Python package.
 
 ``python -m autograder check|grade|release|...`` is its command line (``contract.md``).
-The modules, lowest layer first (a module imports only modules above it in this list or in
-another part's lower layers; ``tests/test_imports.py`` fails on an import circle and on a
-course module imported inside a function); each with its size in lines, which
-``tests/test_module_map.py`` keeps within 20 % (and fails on a module missing here or
-listed but gone). :mod:`autograder.grading`'s own docstring maps its modules.
+The modules, grouped by where they run, each with its size in lines
+(``tests/test_module_map.py`` fails on a module missing here or listed but gone, and on a
+size more than 20 % off; ``tests/test_imports.py`` fails on an import circle among them
+and on a course module imported inside a function). :mod:`autograder.grading`'s own
+docstring maps its modules.
 
 The course's facts (imported by everything, copied into the learner's kernel):
 
