@@ -1,9 +1,116 @@
 """Attention Mechanisms & the Transformer: the course's own Python package.
 
-- ``autograder.reference``: reference implementations, one module per exercise.
-- ``autograder.checks``: the behaviour checks that the notebooks' test cells call.
-- ``autograder.testing``: small assertion helpers with messages that teach without leaking.
-- ``python -m autograder check|grade|release``: the command line (``contract.md``).
+``python -m autograder check|grade|release|...`` is its command line (``contract.md``).
+The modules, grouped by where they run, each with its size in lines
+(``tests/test_module_map.py`` fails on a module missing here or listed but gone, and on a
+size more than 20 % off; ``tests/test_imports.py`` fails on an import circle among them
+and on a course module imported inside a function). :mod:`autograder.grading`'s own
+docstring maps its modules.
+
+The course's facts (imported by everything, copied into the learner's kernel):
+
+- :mod:`~autograder.config` (42 lines): the course's folders (solutions/,
+  exercises/, the workspace), course id and the stubs of a released solution.
+- :mod:`~autograder.exercises` (46 lines): the registry of exercises,
+  derived from solutions/; which assignment a file's name says it is.
+- :mod:`~autograder.verdicts` (326 lines): a notebook's test cells once run:
+  one row per graded cell, its verdict and the report ``check`` prints (stdlib only).
+- :mod:`~autograder.wire` (461 lines): plain data across the grading boundary
+  (the learner's kernel and the trusted checker), the exchange folder and its sockets.
+- :mod:`~autograder.limits` (59 lines): how long the processes the checker
+  starts for a learner's code may run.
+- :mod:`~autograder.brief_tracebacks` (61 lines): how a failed
+  check looks in a learner's notebook.
+- :mod:`~autograder.testing` (510 lines): assertion helpers for the test
+  cells, with messages that teach without leaking.
+
+In the learner's kernel (:data:`autograder.sandbox.KERNEL_FILES` lists what it gets):
+
+- :mod:`~autograder.kernel_client` (396 lines): the thin client that
+  runs what the trusted checker asks, nothing more.
+- :mod:`~autograder.kernel_launch` (32 lines): starts a grading kernel
+  in the sandbox.
+- :mod:`~autograder.kernel_zygote` (253 lines): a warm source of
+  grading kernels, forked one per notebook.
+- :mod:`~autograder.rust` (623 lines): ``%%rust`` cells: safe Rust compiled with
+  rustc and called from Python.
+- :mod:`~autograder.in_notebook` (163 lines): ``%check``: ``check`` run
+  from inside the notebook, on the code as run.
+- :mod:`~autograder.transformer_given` (161 lines): what ex07's
+  learners are given (the toy task, positional encodings, a training loop).
+
+Answers, and how they are judged:
+
+- :mod:`autograder.reference` (14 lines): reference implementations, one
+  module per exercise:
+  :mod:`~autograder.reference.python_attention` (90),
+  :mod:`~autograder.reference.numpy_attention` (148),
+  :mod:`~autograder.reference.scaling` (84),
+  :mod:`~autograder.reference.positional_encoding`
+  (155),
+  :mod:`~autograder.reference.torch_attention` (281),
+  :mod:`~autograder.reference.tiled_attention` (118),
+  :mod:`~autograder.reference.transformer` (425) lines.
+- :mod:`~autograder.diagnose` (397 lines) and
+  :mod:`~autograder.diagnose_python` (102 lines): the common mistake
+  behind a wrong answer, named in the failure message (NumPy and torch; pure Python).
+- :mod:`~autograder.memory` (186 lines): the peak memory one call allocates,
+  measured where it is allocated (the in-process estimate).
+- :mod:`~autograder.measure` (136 lines): time, memory and arithmetic rate,
+  for chapter 6 and ``benchmarks/``.
+- :mod:`~autograder.checker` (911 lines): the trusted checker: hidden tests
+  run in the grader, the learner's names are proxies served by the kernel (stdlib only at
+  import: the website's in-page checker too).
+- :mod:`autograder.checks` (6 lines): the checks the test cells call, one
+  module per exercise:
+  :mod:`~autograder.checks.ex01` (185),
+  :mod:`~autograder.checks.ex02` (301),
+  :mod:`~autograder.checks.ex03` (171),
+  :mod:`~autograder.checks.ex04` (170),
+  :mod:`autograder.checks.ex05` (83: its checks, importable from
+  here) with :mod:`~autograder.checks.ex05.sdpa` (225),
+  :mod:`~autograder.checks.ex05.mha` (308),
+  :mod:`~autograder.checks.ex05._common` (223: the guard against
+  torch's attention) and :mod:`~autograder.checks.ex05._probe` (508:
+  the run without torch's attention),
+  :mod:`~autograder.checks.ex06` (365),
+  :mod:`~autograder.checks.ex07` (543),
+  :mod:`~autograder.checks.ex08` (102) lines;
+  :mod:`~autograder.checks.knowledge` (260 lines): the knowledge
+  checks' expected answers and why.
+
+The grader's machinery (never in the learner's kernel):
+
+- :mod:`~autograder.cgroups` (287 lines): where this process may make memory
+  cgroups, and the peak probe's own.
+- :mod:`~autograder.kernel_memory` (225 lines): the memory cap of a
+  grading kernel (a cgroup of its own, or a watchdog).
+- :mod:`~autograder.sandbox` (774 lines): grading kernels in a bubblewrap
+  sandbox, the warm sandbox that forks them, the files they get.
+- :mod:`~autograder.probe` (139 lines): a learner's cells run again in a Python
+  with the standard library only.
+- :mod:`~autograder.peak_probe` (537 lines): ex06's peak memory of one
+  call, measured from outside in a memory cgroup.
+- :mod:`~autograder.rust_build` (1206 lines): ex08's Rust, built and run by
+  the grader itself.
+- :mod:`~autograder.notebook` (201 lines): reading nbgrader notebooks:
+  test cells, which assignment, changed read-only cells; the kernel ``check`` starts early.
+- :mod:`~autograder.nbgrader_plugins` (505 lines): the nbgrader
+  preprocessors the course adds (the sandboxed and resilient execution, the trusted tests,
+  feedback without hidden tests).
+- :mod:`~autograder.notebook_run` (69 lines): ``check``'s run of a
+  notebook, cell by cell, the tests by the trusted checker.
+- :mod:`~autograder.nbgrader_settings` (111 lines): the course's
+  nbgrader settings (``nbgrader_config.py`` and ``grade``).
+- :mod:`autograder.grading`: grading a class (``grade``, ``release``, ``export``,
+  ``manual``, ``similarity``); its docstring maps its modules.
+
+The website and the command line:
+
+- :mod:`~autograder.inpage` (162 lines): code run in the website's own
+  Python (Pyodide, in the reader's browser).
+- :mod:`~autograder.cli` (378 lines): ``python -m autograder``'s commands;
+  :mod:`~autograder.__main__` (10 lines) runs it.
 """
 
 from autograder.exercises import ASSIGNMENTS  # derived from solutions/

@@ -327,11 +327,15 @@ class Session:
     ``execute(code)`` runs code in the kernel (the notebook client's, with its time limit);
     ``folder`` is where requests, replies and arrays are exchanged (inside the sandbox at
     the same path); ``notebook`` is the notebook being graded (its cells run again in the
-    probes of :mod:`autograder.probe`)."""
+    probes of :mod:`autograder.probe`); ``run_without_libraries`` runs cells and calls in
+    a Python with the standard library only (:func:`autograder.probe.run`, which the
+    grader passes: this module is also the website's in-page checker, which has no probe).
+    """
 
     def __init__(self, execute: Callable[[str], None], folder: Path, notebook=None,
-                 timeout: float = 60):
+                 timeout: float = 60, run_without_libraries: Callable | None = None):
         self.execute, self.notebook = execute, notebook
+        self.run_without_libraries = run_without_libraries
         try:
             self.folder = wire.Folder(folder)  # by descriptor: no link reroutes a write
         except OSError as exc:
@@ -601,11 +605,10 @@ class Session:
         (:mod:`autograder.probe`), and ``calls`` (name, args) made there: each result, or
         the exception raised as a stand-in; and the array libraries the cells tried to
         import there (:data:`autograder.testing.BANNED_MODULES`)."""
-        from autograder import probe
-        from autograder.testing import BANNED_MODULES
-
-        replies, tried = probe.run(_solution_cells(self.notebook), calls, BANNED_MODULES,
-                                   self.timeout)
+        if self.run_without_libraries is None:
+            raise RuntimeError("this session has no standard-library probe")
+        replies, tried = self.run_without_libraries(setup_and_solution_cells(self.notebook),
+                                                    calls, testing.BANNED_MODULES, self.timeout)
         out = []
         for reply in replies:
             if type(reply) is not dict:
@@ -622,7 +625,7 @@ class Session:
         return out, [str(t)[:100] for t in tried]
 
 
-def _solution_cells(nb) -> list[str]:
+def setup_and_solution_cells(nb) -> list[str]:
     """The setup cells (locked instructor code) and solution cells of ``nb``, in order:
     what defines the graded functions (contract: each in its own solution cell)."""
     from nbgrader.utils import is_grade, is_solution
@@ -648,11 +651,9 @@ class _Line:
         import socket
         import threading
 
-        from autograder.kernel_client import socket_path
-
         self.name = f"line-{secrets.token_hex(8)}"
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(socket_path(folder.fd, str(folder.path), self.name))
+        self.listener.bind(wire.socket_path(folder.fd, str(folder.path), self.name))
         self.listener.listen(1)
         self.conn = None
         self.ended = False  # the kernel's cell has ended

@@ -25,7 +25,10 @@ from pathlib import Path
 
 from autograder import ASSIGNMENTS
 from autograder.config import DEFAULT_WORKSPACE, EXERCISES
+from autograder.exercises import assignment_of_path
 from autograder.in_notebook import GUARD as IN_NOTEBOOK_GUARD
+from autograder.rust import INSTALL_HINT, find_rustc
+from autograder.sandbox import preload_for
 from autograder.verdicts import report
 
 
@@ -94,9 +97,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     # The kernel starts now and boots (importing torch for the exercises whose checks use
     # it: 1.6 s) while the notebook is read and compared below.
-    from autograder.sandbox import preload_for
-
-    named = nbk.assignment_of_path(path)
+    named = assignment_of_path(path)
     started = nbk.start_kernel(path.resolve().parent, timeout=args.timeout,
                                preload=preload_for(named) if named else ())
     try:
@@ -109,13 +110,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
     import nbformat
 
+    from autograder import notebook_run  # the trusted checker: after the kernel started
+
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same answer
         print(f"error: {path} is not a Jupyter notebook ({type(exc).__name__}: "
               f"{str(exc).splitlines()[0] if str(exc) else ''})", file=sys.stderr)
         return 2
-    expected = nbk.assignment_of_path(path)
+    expected = assignment_of_path(path)
     actual = nbk.identify_assignment(nb)
     if expected and actual and actual != expected:
         print(f"error: wrong-assignment: {path} is the notebook of {actual}, not of {expected} "
@@ -140,8 +143,6 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
             warnings.append(f"{what} {change.grade_id} was {change.kind}: grading puts the "
                             f"released version back, so check runs that one")
     if any(c.cell_type == "code" and c.source.lstrip().startswith("%%rust") for c in nb.cells):
-        from autograder.rust import INSTALL_HINT, find_rustc
-
         if find_rustc() is None:  # every Rust test would fail with the same message
             print(f"error: this notebook has Rust cells (%%rust), and {INSTALL_HINT}",
                   file=sys.stderr)
@@ -150,8 +151,8 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
     whole = not args.visible_only and _hidden_tests_here(assignment)
     if whole and not source:  # the open repository: every test whole, as grading runs it
         nbk.put_hidden_tests_back(nb, assignment)
-    execution = nbk.execute(nb, path.resolve().parent, timeout=args.timeout, started=started,
-                            assignment=assignment if whole else "")
+    execution = notebook_run.execute(nb, path.resolve().parent, timeout=args.timeout,
+                                     started=started, assignment=assignment if whole else "")
     rows = nbk.results(nb, hidden, execution,
                        explanations=_explanations(assignment) if whole or source else None)
     if not any(nbk.is_test_cell(c) for c in nb.cells):
@@ -250,12 +251,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_manual(args: argparse.Namespace) -> int:
-    from autograder.grading import manual
+    from autograder.grading import manual, record
 
     if args.action == "list":
         return manual.main_list(Path(args.workspace), args.assignment)
     return manual.main_score(Path(args.workspace), args.student, args.assignment, args.cell,
-                             args.points, args.comment)
+                             args.points, args.comment, derive=record.derive)
 
 
 def cmd_release(args: argparse.Namespace) -> int:

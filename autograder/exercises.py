@@ -33,6 +33,14 @@ ASSIGNMENTS = exercise_ids()
 TRUSTED = frozenset(ASSIGNMENTS)
 
 
+def assignment_of_path(path: Path) -> str | None:
+    """The assignment a file's name says it is: its stem or its folder, when either is an id."""
+    for name in (Path(path).stem, Path(path).parent.name):
+        if name in ASSIGNMENTS:
+            return name
+    return None
+
+
 def trusted(assignment: str) -> bool:
     """Whether ``assignment``'s hidden tests run in the checker, outside the kernel."""
     return assignment in TRUSTED

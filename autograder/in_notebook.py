@@ -34,6 +34,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from autograder.exercises import assignment_of_path
+
 GUARD = "AUTOGRADER_IN_NOTEBOOK_CHECK"  # set while a check started here runs
 
 
@@ -162,8 +164,6 @@ def run_check(path: Path, ran: dict[str, str], args: list[str]) -> int:
     """Check ``path`` as run (``ran``) with ``python -m autograder check ARGS``, printing
     its output as it comes; returns its exit status."""
     import nbformat
-
-    from autograder.notebook import assignment_of_path
 
     nb = nbformat.read(path, as_version=4)
     taken = as_run(nb, ran)

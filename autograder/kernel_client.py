@@ -344,15 +344,6 @@ def serve(namespace: dict, folder: str, rid: str) -> bool:
     return interrupted
 
 
-def socket_path(folder_fd: int, folder: str, name: str) -> str:
-    """The path of socket ``name`` in the exchange folder: through the folder's descriptor
-    where ``/proc`` has it (short, and no link laid in its place is followed)."""
-    import os
-
-    via_fd = f"/proc/self/fd/{folder_fd}/{name}"
-    return via_fd if os.path.isdir(f"/proc/self/fd/{folder_fd}") else os.path.join(folder, name)
-
-
 # The metadata of the display output that ends a test cell's display: what the kernel
 # shows after it (a learner's prints during the checker's calls) is not shown.
 SERVING = "autograder-serving"
@@ -389,7 +380,7 @@ def serve_test(namespace: dict, folder: str, name: str) -> None:
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(socket_path(fd, folder, name))
+        sock.connect(wire.socket_path(fd, folder, name))
         lines = sock.makefile("rb")
         while True:
             line = lines.readline(200)

@@ -9,14 +9,14 @@ pages), files written to the sandbox's ``/tmp`` or ``/dev/shm`` (tmpfs, that is 
 
 - each kernel runs in a **memory cgroup of its own** (:class:`KernelCgroup`) made by the
   grader where it can make one (the cgroup v1 memory controller, or a delegated cgroup v2
-  subtree in ``$AUTOGRADER_CGROUP``: :func:`autograder.peak_probe.cgroup_error`), limited to
+  subtree in ``$AUTOGRADER_CGROUP``: :func:`autograder.cgroups.cgroup_error`), limited to
   M without swap. Everything the kernel and its processes make resident is charged to it:
   anonymous and shared pages, tmpfs files, page cache, the kernel's own buffers. Past M the
   kernel's processes are killed by the operating system's OOM killer; the grader reads the
   cgroup's OOM-kill count and the submission's status is ``out-of-memory``, not
   ``kernel-died`` (:func:`oom_killed`);
 - the sandbox's ``/tmp`` and ``/dev/shm`` are tmpfs mounts of at most M bytes each
-  (bubblewrap's ``--size``, :func:`tmpfs_size_args`), with or without a cgroup;
+  (bubblewrap's ``--size``, :func:`autograder.sandbox.tmpfs_size_args`), with or without a cgroup;
 - where no cgroup can be made, a thread of the grader (:class:`Watchdog`) adds up, every
   :data:`WATCH_INTERVAL` seconds, the resident anonymous and shared memory of every process
   of the kernel's sandbox and what its ``/tmp`` and ``/dev/shm`` hold, and kills the kernel
@@ -33,6 +33,8 @@ import signal
 import threading
 import time
 
+from autograder.cgroups import writable_hierarchy
+
 MIB = 2**20
 WATCH_INTERVAL = 0.05
 _CAP = [0]  # bytes; 0: no cap (``check``, a test calling nbgrader directly)
@@ -48,19 +50,9 @@ def cap() -> int:
     return _CAP[0]
 
 
-def tmpfs_size_args() -> list[str]:
-    """bubblewrap's ``--size M`` to put before a ``--tmpfs`` (nothing without a cap or
-    where this bubblewrap lacks the option)."""
-    from autograder import sandbox
-
-    return ["--size", str(cap())] if cap() and sandbox.bwrap_has_size() else []
-
-
 def mode() -> str:
     """How a kernel's memory is capped here: ``cgroup v1``, ``cgroup v2`` or ``watchdog``."""
-    from autograder import peak_probe
-
-    found, _why = peak_probe._hierarchy()
+    found, _why = writable_hierarchy()
     return f"cgroup v{found.version}" if found is not None else "watchdog"
 
 
@@ -69,9 +61,7 @@ class KernelCgroup:
     bytes without swap. Raises OSError where it cannot be made."""
 
     def __init__(self, limit: int):
-        from autograder import peak_probe
-
-        found, why = peak_probe._hierarchy()
+        found, why = writable_hierarchy()
         if found is None:
             raise OSError(why)
         self.version = found.version

@@ -1,9 +1,11 @@
-"""nbgrader preprocessors the course adds (see :mod:`autograder.config`)."""
+"""nbgrader preprocessors the course adds (:func:`autograder.nbgrader_settings.apply` names
+them in nbgrader's settings)."""
 
 from __future__ import annotations
 
 import re
 import signal
+import time
 from pathlib import Path
 
 import nbformat
@@ -12,7 +14,9 @@ from nbgrader.preprocessors import ClearSolutions, DeduplicateIds, Execute, NbGr
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
+from autograder import checker, kernel_memory, probe, sandbox
 from autograder.exercises import trusted
+from autograder.kernel_client import SERVING
 from autograder.notebook import first_error_line, test_summary
 from autograder.verdicts import is_fixed_cell
 
@@ -141,7 +145,6 @@ class ResilientExecute(Execute):
         finally:
             if self._trusted is not None:
                 self._trusted.close()
-            from autograder import kernel_memory
 
             # A process the kernel started, killed by the cap while the kernel lived on.
             # (nbclient has dropped its kernel manager by now: the one it made is kept.)
@@ -226,8 +229,6 @@ class ResilientExecute(Execute):
     def _death_output(self, cell, what: str):
         """The error output of the cell the kernel died in; a death by the memory cap is
         recorded as such (:mod:`autograder.kernel_memory`)."""
-        from autograder import kernel_memory
-
         if kernel_memory.oom_killed(getattr(self, "km", None)):
             STOPPED.append(("KernelOutOfMemory", _where(cell)))
             mib = kernel_memory.cap() // kernel_memory.MIB
@@ -236,6 +237,45 @@ class ResilientExecute(Execute):
                           "/tmp and /dev/shm and the processes it started count)")
         return _error("DeadKernelError", f"the kernel died while running {what} (os._exit, "
                       "a crash or running out of memory)")
+
+
+class SandboxedExecute(ResilientExecute):
+    """nbgrader's Execute (via ResilientExecute: the trusted checker grades the test
+    cells) with the kernel in the sandbox, and the time of each phase profiled."""
+
+    def create_kernel_manager(self):
+        self.kernel_manager_class = sandbox.SandboxedKernelManager
+        km = super().create_kernel_manager()
+        km.assignment = self.resources.get("nbgrader", {}).get("assignment", "") or ""
+        self.km = self.made_km = km
+        return km
+
+    def preprocess(self, nb, resources, km=None):
+        start = time.perf_counter()
+        try:
+            return super().preprocess(nb, resources, km=km)
+        finally:
+            spent = time.perf_counter() - start
+            sandbox.PROFILE["execute"] = sandbox.PROFILE.get("execute", 0.0) + spent
+
+    def start_new_kernel(self, **kwargs):
+        with sandbox.profiled("kernel start"):
+            return super().start_new_kernel(**kwargs)
+
+    def start_new_kernel_client(self):
+        # Every cell has run when the kernel stops, and nothing in the sandbox is kept:
+        # kill it rather than wait for ipykernel to shut itself down.
+        self.shutdown_kernel = "immediate"
+        with sandbox.profiled("kernel start"):
+            return super().start_new_kernel_client()
+
+    def preprocess_cell(self, cell, resources, index):
+        role = ("test cells" if is_grade(cell) and not is_solution(cell) else
+                "learner cells" if is_solution(cell) or cell.cell_type != "code" or
+                not cell.get("metadata", {}).get("nbgrader", {}).get("locked")
+                else "setup cells")
+        with sandbox.profiled(role):
+            return super().preprocess_cell(cell, resources, index)
 
 
 class TrustedTests:
@@ -250,8 +290,6 @@ class TrustedTests:
     """
 
     def __init__(self, executor: ResilientExecute, nb, assignment: str = ""):
-        from autograder import checker
-
         self.executor, self.checker, self.nb = executor, checker, nb
         self.assignment = assignment
         self.setup_sources: list[str] = []
@@ -271,7 +309,8 @@ class TrustedTests:
             km = self.executor.km
             self.folder, self._made = self.checker.exchange_folder(km)
             self.session = self.checker.Session(self._rpc, self.folder, self.nb,
-                                                timeout=self.executor.timeout or 60)
+                                                timeout=self.executor.timeout or 60,
+                                                run_without_libraries=probe.run)
             self.session.km = km
             self.session.interrupt = lambda: _signal(km, signal.SIGINT)
             self.session.kill = lambda: _signal(km, signal.SIGKILL)
@@ -389,8 +428,6 @@ def _shown(outputs, marks: list[tuple[str, str]]) -> list:
     and what the learner's code printed when it called it. Errors and results are not the
     verdict. The markers must be the checker's ``marks``, in order: otherwise (a marker
     forged, replayed or suppressed by the learner's code) nothing is shown."""
-    from autograder.kernel_client import SERVING
-
     shown, hidden, seen = [], False, []
     for o in outputs:
         if o.get("output_type") == "display_data" and SERVING in o.get("metadata", {}):

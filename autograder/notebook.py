@@ -2,9 +2,10 @@
 
 Also what ``python -m autograder check`` needs to tell a learner the truth: which
 assignment a notebook is (:func:`identify_assignment`, shared with grading), which of its
-read-only cells were changed (:func:`restore_fixed_cells`), how to run it cell by cell
-with a timeout that interrupts (:func:`execute`), and what each test's result means while
-its hidden part has not run yet (:func:`results`).
+read-only cells were changed (:func:`restore_fixed_cells`), the kernel to run it in,
+started early (:func:`start_kernel`), and what each test's result means while its hidden
+part has not run yet (:func:`results`); running it cell by cell is
+:mod:`autograder.notebook_run`'s.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def put_hidden_tests_back(nb, assignment: str, source_dir: Path | None = None) -
 
 
 def start_kernel(cwd: Path, timeout: int = 60, preload: tuple[str, ...] = ()):
-    """Start the kernel that :func:`execute` runs a notebook in (pass it as ``started``),
+    """Start the kernel that :func:`autograder.notebook_run.execute` runs a notebook in (pass it as ``started``),
     without waiting for it: its start-up (Python, ipykernel, and importing the modules
     ``preload`` names, bound to no name) runs while the caller reads and compares the
     notebook."""
@@ -113,63 +114,6 @@ def start_kernel(cwd: Path, timeout: int = 60, preload: tuple[str, ...] = ()):
     return client
 
 
-def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
-            started=None, assignment: str = "") -> Execution:
-    """Run ``nb`` in place, cell by cell, in a fresh kernel started in ``cwd`` (or in
-    ``started``, from :func:`start_kernel` with the same ``cwd`` and ``timeout``). With
-    ``assignment``, its test cells (whole: visible and hidden parts) are run by the trusted
-    checker as grading runs them (:class:`autograder.nbgrader_plugins.TrustedTests`).
-
-    Errors are kept as outputs. A cell still running after ``timeout`` seconds is
-    interrupted and recorded in ``Execution.timed_out``; when the kernel does not answer
-    the interrupt, or dies, the remaining cells are recorded as not run. The kernel's own
-    log (such as its warning about unencrypted TCP) is silenced.
-    """
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-    from autograder.nbgrader_plugins import STOPPED, TrustedTests
-
-    record = Execution(timeout=timeout)
-    client = started or start_kernel(cwd, timeout)
-    client.nb = nb
-    client.record = record
-    STOPPED.clear()
-    tests = TrustedTests(client, nb, assignment) if assignment else None
-    if tests is not None:
-        tests.hide_after_hidden = False  # the learner's own machine: nothing to hide
-    with client.setup_kernel():
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            if record.stopped_because:
-                record.not_run.add(index)
-                continue
-            client._current_index = index
-            try:
-                if tests is not None:
-                    tests.preprocess_cell(cell, {}, index)
-                    if ("CellTimeoutError", grade_id(cell)) in STOPPED:
-                        record.timed_out.add(index)  # the checker stopped the test
-                    if client._dead:
-                        raise DeadKernelError("the kernel died")
-                else:
-                    client.execute_cell(cell, index)
-            except DeadKernelError:
-                record.not_run.add(index)
-                record.stopped_because = f"the kernel died while cell {index + 1} ran"
-            except CellTimeoutError:
-                record.timed_out.add(index)
-            if index in record.timed_out:
-                # Every later cell would likely wait as long again: stop here, so that the
-                # learner hears about the loop within the timeout plus a few seconds.
-                record.stopped_because = (f"{grade_id(cell) or f'cell {index + 1}'} timed out "
-                                          "above; fix that and check again")
-                client.shutdown_kernel = "immediate"
-    if tests is not None:
-        tests.close()
-    return record
-
-
 # --- Which assignment a notebook is, and how it differs from its released version ---------
 
 @lru_cache(maxsize=None)
@@ -220,16 +164,6 @@ def identify_assignment(nb, release_dir: Path | None = None) -> str | None:
     if not scores or scores[0][0] < 3 or (len(scores) > 1 and scores[1][0] == scores[0][0]):
         return None
     return scores[0][1]
-
-
-def assignment_of_path(path: Path) -> str | None:
-    """The assignment a file's name says it is: its stem or its folder, when either is an id."""
-    from autograder import ASSIGNMENTS
-
-    for name in (Path(path).stem, Path(path).parent.name):
-        if name in ASSIGNMENTS:
-            return name
-    return None
 
 
 @dataclass

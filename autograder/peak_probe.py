@@ -39,7 +39,7 @@ per-CPU charge caches make the counter exceed the pages by at most 64 pages per 
 A learner can undo any of these, which only makes their own peak larger.
 
 Where no memory cgroup can be made (not root and no delegated cgroup v2 subtree; see
-:func:`cgroup_error`), the probe measures inside itself instead
+:func:`autograder.cgroups.cgroup_error`), the probe measures inside itself instead
 (:func:`autograder.memory.peak_call_memory`): an *estimate* for the learner, which a child
 process or a reset of the high-water mark can escape; :attr:`Measured.how` says which.
 """
@@ -47,13 +47,10 @@ process or a reset of the high-water mark can escape; :attr:`Measured.how` says 
 from __future__ import annotations
 
 import ast
-import functools
 import json
 import logging
 import os
-import secrets
 import select
-import signal
 import subprocess
 import sys
 import time
@@ -61,11 +58,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import limits
+from autograder import memory
+from autograder.cgroups import LIMIT_BYTES, Cgroups, writable_hierarchy
+from autograder.config import SOLUTIONS
+from autograder.sandbox import bwrap, sandbox_error, system_binds
 
 MIB = 2**20
-# The probe's memory limit (both of its cgroups together, no swap): far above any honest
-# peak and the largest library import (torch, ~0.5 GiB), below a grading machine's RAM.
-LIMIT_BYTES = 4 * 2**30
 MAX_HEADER = 64 * 2**10  # the probe's answer: one JSON line, then the rows it sends
 MAX_ROWS_BYTES = 8 * MIB
 MAX_IMPORTS = 64
@@ -178,278 +176,9 @@ os._exit(0)  # no atexit handler or thread of the learner's runs after the answe
 '''
 
 
-# --- memory cgroups ---------------------------------------------------------------------
-
-@dataclass
-class _Hierarchy:
-    """Where this process may make memory cgroups: cgroup ``version`` 1 or 2, under
-    ``parent`` (a cgroup folder this process can write)."""
-
-    version: int
-    parent: Path
-
-
-def _mounts() -> list[tuple[str, str, str, list[str]]]:
-    """(mount point, root in its file system, file system type, super options) of every
-    cgroup mount (/proc/self/mountinfo)."""
-    out = []
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8") as f:
-            for line in f:
-                left, _, right = line.partition(" - ")
-                fields, rest = left.split(), right.split()
-                if len(fields) >= 5 and len(rest) >= 3 and rest[0] in ("cgroup", "cgroup2"):
-                    point = fields[4].replace("\\040", " ")
-                    out.append((point, fields[3], rest[0], rest[2].split(",")))
-    except OSError:
-        pass
-    return out
-
-
-def _own_cgroups() -> dict[str, str]:
-    """This process's cgroup per hierarchy: {"memory": path} (v1), {"": path} (v2)."""
-    out = {}
-    try:
-        with open("/proc/self/cgroup", encoding="utf-8") as f:
-            for line in f:
-                parts = line.rstrip("\n").split(":", 2)
-                if len(parts) == 3:
-                    for controller in parts[1].split(",") if parts[1] else [""]:
-                        out[controller] = parts[2]
-    except OSError:
-        pass
-    return out
-
-
-def _inside(point: str, root: str, path: str) -> Path | None:
-    """The folder of cgroup ``path`` in a mount of the hierarchy's ``root`` at ``point``."""
-    root = root.rstrip("/")
-    if root and not (path == root or path.startswith(root + "/")):
-        return None
-    return Path(point, path[len(root):].lstrip("/"))
-
-
-def _find_hierarchy() -> tuple[_Hierarchy | None, str]:
-    """(where to make memory cgroups, why not when None)."""
-    own, mounts, why = _own_cgroups(), _mounts(), []
-    env = os.environ.get("AUTOGRADER_CGROUP", "")
-    for point, root, kind, opts in mounts:  # cgroup v1 with the memory controller
-        if kind == "cgroup" and "memory" in opts and "memory" in own:
-            folder = Path(env) if env else _inside(point, root, own["memory"])
-            if folder is None or not folder.is_dir():
-                why.append(f"cgroup v1: this process's memory cgroup {own['memory']!r} is "
-                           f"not under the mount {point}")
-            elif not os.access(folder, os.W_OK):
-                why.append(f"cgroup v1: {folder} is not writable (run the grader as root, or "
-                           "give it a memory cgroup it may write: $AUTOGRADER_CGROUP)")
-            else:
-                return _Hierarchy(1, folder), ""
-    for point, root, kind, _opts in mounts:
-        if kind != "cgroup2":
-            continue
-        folder = Path(env) if env else _inside(point, root, own.get("", "/"))
-        if folder is None or not folder.is_dir():
-            continue
-        try:
-            available = (folder / "cgroup.controllers").read_text().split()
-        except OSError:
-            available = []
-        if "memory" not in available:
-            why.append(f"cgroup v2: the memory controller is not available in {folder}")
-            continue
-        if not os.access(folder, os.W_OK):
-            why.append(f"cgroup v2: {folder} is not writable (delegate a cgroup subtree to the "
-                       "grader's user and name it in $AUTOGRADER_CGROUP)")
-            continue
-        return _Hierarchy(2, folder), ""
-    if not mounts:
-        why.append("no cgroup file system is mounted (/proc/self/mountinfo)")
-    return None, "; ".join(why) or "no memory cgroup hierarchy found"
-
-
-class Cgroups:
-    """The probe's cgroups: ``parent/autograder-peak-*`` (the memory limit, no swap) with
-    the children ``setup`` and ``call``. Raises OSError where they cannot be made."""
-
-    def __init__(self, hierarchy: _Hierarchy):
-        self.version = hierarchy.version
-        self.top = hierarchy.parent / f"autograder-peak-{os.getpid()}-{secrets.token_hex(6)}"
-        self.made: list[Path] = []
-        try:
-            self._mkdir(self.top)
-            if self.version == 2:
-                self._enable_memory(hierarchy.parent)
-                self._write(self.top / "cgroup.subtree_control", "+memory")
-                self._write(self.top / "memory.max", str(LIMIT_BYTES))
-                self._try_write(self.top / "memory.swap.max", "0")
-            else:
-                self._write(self.top / "memory.limit_in_bytes", str(LIMIT_BYTES))
-                self._try_write(self.top / "memory.memsw.limit_in_bytes", str(LIMIT_BYTES))
-            self.setup, self.call = self.top / "setup", self.top / "call"
-            self._mkdir(self.setup)
-            self._mkdir(self.call)
-            if not (self.call / self._peak_file).is_file():
-                raise OSError(f"{self.call} has no {self._peak_file}")
-        except OSError:
-            self.close()
-            raise
-
-    @property
-    def _peak_file(self) -> str:
-        return "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
-
-    @property
-    def _usage_file(self) -> str:
-        return "memory.current" if self.version == 2 else "memory.usage_in_bytes"
-
-    def _mkdir(self, path: Path) -> None:
-        os.mkdir(path)
-        self.made.append(path)
-
-    @staticmethod
-    def _write(path: Path, text: str) -> None:
-        with open(path, "w", encoding="ascii") as f:
-            f.write(text)
-
-    def _try_write(self, path: Path, text: str) -> None:
-        try:
-            self._write(path, text)
-        except OSError:  # swap accounting off: there is no swap to account
-            pass
-
-    def _enable_memory(self, parent: Path) -> None:
-        control = parent / "cgroup.subtree_control"
-        if "memory" not in control.read_text().split():
-            try:
-                self._write(control, "+memory")
-            except OSError as exc:
-                raise OSError(f"cgroup v2: the memory controller cannot be enabled for the "
-                              f"children of {parent} ({exc}: a cgroup with processes in it "
-                              "cannot; delegate an empty one in $AUTOGRADER_CGROUP)") from None
-
-    @staticmethod
-    def _read_int(path: Path) -> int:
-        return int(path.read_text().split()[0])
-
-    def add(self, pid: int) -> None:
-        """Put process ``pid`` (not started yet: it waits for the grader) in ``setup``."""
-        self._write(self.setup / "cgroup.procs", str(pid))
-
-    def pids(self, group: Path) -> list[int]:
-        try:
-            return [int(p) for p in (group / "cgroup.procs").read_text().split()]
-        except (OSError, ValueError):
-            return []
-
-    def move_to_call(self) -> None:
-        """Every process of ``setup`` into ``call`` (they wait for the grader meanwhile);
-        their memory stays charged to ``setup``."""
-        for _ in range(100):  # a process forked meanwhile is moved on the next round
-            pids = self.pids(self.setup)
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    self._write(self.call / "cgroup.procs", str(pid))
-                except ProcessLookupError:
-                    pass
-        raise OSError("the probe's processes could not all be moved to its call cgroup")
-
-    def usage(self, group: Path) -> int:
-        return self._read_int(group / self._usage_file)
-
-    def peak(self) -> int:
-        """The high-water mark of ``call`` since it was made (it began empty)."""
-        return self._read_int(self.call / self._peak_file)
-
-    def oom_kills(self) -> int:
-        """Processes the kernel killed for the probe's memory limit."""
-        name = "memory.events" if self.version == 2 else "memory.oom_control"
-        try:
-            for line in (self.top / name).read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value)
-        except (OSError, ValueError):
-            pass
-        return 0
-
-    def kill_all(self) -> None:
-        """SIGKILL to every process still in the probe's cgroups (the probe's own: nothing
-        else is ever put there), until none is left (at most 10 s)."""
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            pids = self.pids(self.setup) + self.pids(self.call)
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.01)
-
-    def close(self) -> None:
-        """Remove the cgroups (their processes killed first)."""
-        if getattr(self, "setup", None) is not None:
-            self.kill_all()
-        for path in reversed(self.made):
-            for _ in range(200):  # an exiting process leaves its cgroup a moment later
-                try:
-                    os.rmdir(path)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.01)
-        self.made = []
-
-
-def _remove_stale(parent: Path) -> None:
-    """Remove the probe cgroups a grading process that is gone left behind (it was killed
-    while measuring: its probe died with it, the empty folders stayed)."""
-    for top in parent.glob("autograder-peak-*-*"):
-        try:
-            pid = int(top.name.split("-")[2])
-            os.kill(pid, 0)
-            continue  # its process still runs: its cgroups are in use
-        except (ValueError, IndexError):
-            continue
-        except ProcessLookupError:
-            pass
-        except OSError:
-            continue
-        for path in (top / "call", top / "setup", top):
-            try:
-                os.rmdir(path)
-            except OSError:
-                pass
-
-
-@functools.lru_cache(maxsize=None)
-def _hierarchy() -> tuple[_Hierarchy | None, str]:
-    found, why = _find_hierarchy()
-    if found is None:
-        return None, why
-    _remove_stale(found.parent)
-    try:  # made and removed once: the checks can rely on it
-        Cgroups(found).close()
-    except OSError as exc:
-        return None, f"cgroup v{found.version}: a memory cgroup cannot be made under " \
-            f"{found.parent}: {exc}"
-    return found, ""
-
-
-def cgroup_error() -> str | None:
-    """Why the peak cannot be measured in a memory cgroup on this machine, or None when it
-    can (the probe is then measured from outside; else it estimates inside itself)."""
-    found, why = _hierarchy()
-    return None if found is not None else why
-
-
 def mode() -> str:
     """``cgroup v1``, ``cgroup v2`` or ``in-process estimate``: how peaks are measured here."""
-    found, _why = _hierarchy()
+    found, _why = writable_hierarchy()
     return f"cgroup v{found.version}" if found is not None else "in-process estimate"
 
 
@@ -483,8 +212,6 @@ def setup_cells(assignment: str) -> list[str]:
     notebook in ``solutions/``: the only code the probe runs before its baseline."""
     import nbformat
     from nbgrader.utils import is_grade, is_solution
-
-    from autograder.config import SOLUTIONS
 
     nb = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
     return [c.source for c in nb.cells if c.cell_type == "code" and not is_grade(c) and
@@ -522,9 +249,7 @@ def imported_modules(cells: list[str]) -> list[str]:
 
 def _probe_binds() -> list[str]:
     """The sandbox's system binds without GPU devices (GPU memory is in no cgroup)."""
-    from autograder.sandbox import _system_binds
-
-    binds, out, i = _system_binds(), [], 0
+    binds, out, i = system_binds(), [], 0
     while i < len(binds):
         if binds[i] == "--dev-bind-try":
             i += 3
@@ -542,8 +267,6 @@ ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp",
 
 def command() -> tuple[list[str], bool]:
     """(the probe's command line, whether it is sandboxed)."""
-    from autograder.sandbox import bwrap, sandbox_error
-
     py = [sys.executable, "-I", "-c", RUNNER]
     if sandbox_error() is not None:
         return py, False
@@ -678,9 +401,7 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
     :data:`MAX_ROWS_BYTES` (``rows`` None, the default; sent from the array itself, so the
     probe makes no copy of it), or only its ``rows``. At most ``timeout``
     seconds for all of it."""
-    from autograder import memory
-
-    found, why = _hierarchy()
+    found, why = writable_hierarchy()
     groups: Cgroups | None = None
     cmd, boxed = command()
     if found is not None:

@@ -23,6 +23,7 @@ import sysconfig
 from pathlib import Path
 
 from autograder import limits
+from autograder.sandbox import bwrap, sandbox_error, system_binds
 
 TIMEOUT = 60
 MAX_OUTPUT = 4 * 2**20
@@ -95,13 +96,11 @@ def _package_folders() -> list[str]:
 
 def command() -> list[str]:
     """The probe's command line: sandboxed where bubblewrap can start."""
-    from autograder.sandbox import _system_binds, bwrap, sandbox_error
-
     py = [sys.executable, "-I", "-S", "-c", RUNNER]
     if sandbox_error() is not None:
         return py
     box = [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-           "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *_system_binds()]
+           "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *system_binds()]
     for folder in _package_folders():
         box += ["--tmpfs", folder]
     return [*box, "--remount-ro", "/", "--chdir", "/tmp", "--clearenv",

@@ -74,6 +74,7 @@ from typing import Any, Callable
 from autograder import limits, rust
 from autograder.rust import (SIGNATURES, RustCompileError, RustNotImplemented, RustPanic,
                              RustSource)
+from autograder.sandbox import bwrap, sandbox_error
 
 EDITION = "2021"
 COMPILE_ADDRESS_SPACE = 8 * 2**30  # rustc with LLVM reserves more than it uses
@@ -412,8 +413,6 @@ class ToolchainError(RuntimeError):
 
 def sandboxed() -> bool:
     """Whether rustc and the programs run under bubblewrap (it can start here)."""
-    from autograder.sandbox import sandbox_error
-
     return sandbox_error() is None
 
 
@@ -567,8 +566,6 @@ def _rustc(tc: Toolchain, src: Path, out: Path, args: list[str],
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
            "LD_LIBRARY_PATH": str(Path(tc.sysroot, "lib"))}
     if sandboxed():
-        from autograder.sandbox import bwrap
-
         box = [bwrap(), "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop",
                "ALL", *_system_root(), "--tmpfs", "/tmp"]
         for extra in {tc.sysroot, str(Path(tc.rustc).parent),
@@ -599,7 +596,6 @@ def _run_command(binary: Path, libs: tuple[str, ...], cpu: float) -> list[str]:
     """The command line of a program's process: sandboxed where bubblewrap can start."""
     if not sandboxed():
         return limits.limited([str(binary)], cpu, RUN_ADDRESS_SPACE)
-    from autograder.sandbox import bwrap
 
     box = [bwrap(), "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     for lib in libs:

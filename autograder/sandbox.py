@@ -51,6 +51,7 @@ from traitlets import default
 
 from autograder import kernel_memory
 from autograder.memory import child_pids
+from autograder.rust import find_rustc
 
 PACKAGE = Path(__file__).resolve().parent
 COURSE_DIR = "/opt/autograder-course"  # inside the sandbox: the package's public files
@@ -74,7 +75,7 @@ def sandbox_error() -> str | None:
     try:
         # The tmpfs first: binds after it stay visible when Python lives under /tmp.
         done = subprocess.run([exe, "--unshare-all", "--die-with-parent", "--proc", "/proc",
-                               "--dev", "/dev", "--tmpfs", "/tmp", *_system_binds(),
+                               "--dev", "/dev", "--tmpfs", "/tmp", *system_binds(),
                                sys.executable, "-c", "print('ok')"],
                               capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -94,10 +95,17 @@ def bwrap_has_size() -> bool:
     return "--size" in (done.stdout + done.stderr)
 
 
+def tmpfs_size_args() -> list[str]:
+    """bubblewrap's ``--size M`` to put before a ``--tmpfs`` (nothing without a memory cap
+    or where this bubblewrap lacks the option)."""
+    cap = kernel_memory.cap()
+    return ["--size", str(cap)] if cap and bwrap_has_size() else []
+
+
 def _scratch_tmpfs() -> list[str]:
     """The sandbox's ``/dev/shm`` and ``/tmp``: tmpfs mounts of at most the memory cap each
     (:mod:`autograder.kernel_memory`)."""
-    size = kernel_memory.tmpfs_size_args()
+    size = tmpfs_size_args()
     return [*size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp"]
 
 
@@ -107,7 +115,7 @@ _ENTER_CGROUP = ("import os, sys\nwith open(sys.argv[1], 'w') as f:\n    f.write
                  "\nos.execv(sys.argv[2], sys.argv[2:])")
 
 
-def _system_binds() -> list[str]:
+def system_binds() -> list[str]:
     """Read-only binds of the operating system and the Python that runs the kernel."""
     args = []
     for top in ("/usr", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin"):
@@ -138,10 +146,6 @@ def _system_binds() -> list[str]:
 def _rust_sysroot() -> str | None:
     """The Rust toolchain's own folder (not rustup's proxies in the home folder), if any."""
     try:
-        from autograder.rust import find_rustc
-    except ImportError:
-        return None
-    try:
         rustc = find_rustc()
         if not rustc:
             return None
@@ -165,7 +169,7 @@ KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "verdi
 KERNEL_EXTRA = {"ex07_transformer": ("transformer_given.py",)}
 
 
-def _copy_course(dest: Path, assignment: str | None = None) -> None:
+def copy_course(dest: Path, assignment: str | None = None) -> None:
     """The part of the Python package the kernel gets: :data:`KERNEL_FILES` and
     ``assignment``'s :data:`KERNEL_EXTRA` (None: the warm sandbox's own start)."""
     (dest / "autograder").mkdir(parents=True, exist_ok=True)
@@ -301,14 +305,14 @@ class Zygote:
         listener.bind(str(sock))
         listener.listen(1)
         listener.settimeout(1)  # _connect also watches the process: it may die first
-        _copy_course(self.root / "course")
+        copy_course(self.root / "course")
         env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
         env.update(HOME="/tmp", MPLCONFIGDIR="/tmp/matplotlib", PYTHONPATH=COURSE_DIR,
                    PYTHONDONTWRITEBYTECODE="1", IPYTHONDIR="/tmp/ipython")
         run = self.root / "run"
         box = [bwrap(), "--unshare-all", "--die-with-parent", "--as-pid-1", "--cap-drop", "ALL",
                "--proc", "/proc", "--dev", "/dev", *_scratch_tmpfs(),
-               *_system_binds(),
+               *system_binds(),
                "--bind", str(run), str(run),
                "--bind", str(self.root / "course"), COURSE_DIR,
                "--bind", str(self.root / "work"), WORK_DIR,
@@ -418,7 +422,7 @@ class Zygote:
             self.release()
         self.dirty = True
         self.count += 1
-        _copy_course(self.root / "course", assignment)
+        copy_course(self.root / "course", assignment)
         shutil.copytree(cwd, self.root / "work", symlinks=True, dirs_exist_ok=True)
         return self.root / "run", f"kernel{self.count}"
 
@@ -620,7 +624,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         cwd = Path(kw.get("cwd") or os.getcwd()).resolve()
         work = self.scratch / "work"
         shutil.copytree(cwd, work, symlinks=True)
-        _copy_course(self.scratch / "course", self.assignment)
+        copy_course(self.scratch / "course", self.assignment)
         run = self.scratch / "run"
         kept = kw["env"] = self._kernel_env(kw, run)
         # Our launcher instead of ipykernel's; its arguments (-f FILE ...) stay.
@@ -630,7 +634,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         # course (and its .venv) cloned under /tmp is still visible, read-only, inside.
         box = [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
                "--proc", "/proc", "--dev", "/dev", *_scratch_tmpfs(),
-               *_system_binds(),
+               *system_binds(),
                "--bind", str(run), str(run),
                "--bind", str(self.scratch / "course"), COURSE_DIR,
                "--bind", str(work), str(cwd), "--chdir", str(cwd), "--clearenv"]
@@ -755,51 +759,6 @@ class SandboxedKernelManager(AsyncKernelManager):
             pass
 
 
-def _sandboxed_execute_class():
-    from nbgrader.utils import is_grade, is_solution
-
-    from autograder.nbgrader_plugins import ResilientExecute
-
-    class SandboxedExecute(ResilientExecute):
-        """nbgrader's Execute (via ResilientExecute: the trusted checker grades the test
-        cells) with the kernel in the sandbox, and the time of each phase profiled."""
-
-        def create_kernel_manager(self):
-            self.kernel_manager_class = SandboxedKernelManager
-            km = super().create_kernel_manager()
-            km.assignment = self.resources.get("nbgrader", {}).get("assignment", "") or ""
-            self.km = self.made_km = km
-            return km
-
-        def preprocess(self, nb, resources, km=None):
-            start = time.perf_counter()
-            try:
-                return super().preprocess(nb, resources, km=km)
-            finally:
-                PROFILE["execute"] = PROFILE.get("execute", 0.0) + time.perf_counter() - start
-
-        def start_new_kernel(self, **kwargs):
-            with profiled("kernel start"):
-                return super().start_new_kernel(**kwargs)
-
-        def start_new_kernel_client(self):
-            # Every cell has run when the kernel stops, and nothing in the sandbox is kept:
-            # kill it rather than wait for ipykernel to shut itself down.
-            self.shutdown_kernel = "immediate"
-            with profiled("kernel start"):
-                return super().start_new_kernel_client()
-
-        def preprocess_cell(self, cell, resources, index):
-            role = ("test cells" if is_grade(cell) and not is_solution(cell) else
-                    "learner cells" if is_solution(cell) or cell.cell_type != "code" or
-                    not cell.get("metadata", {}).get("nbgrader", {}).get("locked")
-                    else "setup cells")
-            with profiled(role):
-                return super().preprocess_cell(cell, resources, index)
-
-    return SandboxedExecute
-
-
 # Seconds spent per phase in this process (a grading worker), read and reset per submission
 # by autograder.grading.autograde when profiling (benchmarks/bench_grading.py --profile).
 PROFILE: dict[str, float] = {}
@@ -813,11 +772,3 @@ def profiled(what: str):
         yield
     finally:
         PROFILE[what] = PROFILE.get(what, 0.0) + time.perf_counter() - start
-
-
-def __getattr__(name):  # nbgrader imports the preprocessor by name; build it on demand
-    if name in ("SandboxedExecute", "GuardedExecute"):  # the old name: older workspaces
-        cls = _sandboxed_execute_class()
-        globals().update(SandboxedExecute=cls, GuardedExecute=cls)
-        return cls
-    raise AttributeError(name)

@@ -117,6 +117,13 @@ class Folder:
                 pass
 
 
+def socket_path(folder_fd: int, folder: str, name: str) -> str:
+    """The path of socket ``name`` in the exchange folder: through the folder's descriptor
+    where ``/proc`` has it (short, and no link laid in its place is followed)."""
+    via_fd = f"/proc/self/fd/{folder_fd}/{name}"
+    return via_fd if os.path.isdir(f"/proc/self/fd/{folder_fd}") else os.path.join(folder, name)
+
+
 def _folder(folder) -> Folder:
     return folder if isinstance(folder, Folder) else Folder(folder)
 

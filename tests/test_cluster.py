@@ -359,7 +359,7 @@ def test_formgrader_data_comes_from_postgres(cluster_run):
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
 
-    from autograder.config import apply
+    from autograder.nbgrader_settings import apply
 
     _, ws = cluster_run
     config = Config()

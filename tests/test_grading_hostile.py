@@ -17,7 +17,7 @@ import pytest
 from conftest import grade
 from submissions import filled_notebook, write_submission
 
-from autograder import kernel_memory, peak_probe
+from autograder import cgroups, kernel_memory
 from autograder.grading import submission
 from autograder.nbgrader_plugins import MAX_CELL_OUTPUT
 from autograder.notebook import nbgrader_meta
@@ -87,8 +87,8 @@ def test_memory_the_resource_limits_miss_is_capped_for_that_learner_only(tmp_pat
     a memory cgroup can be made its limit stops them, elsewhere the watchdog
     (``$AUTOGRADER_CGROUP`` naming no folder: none can be made)."""
     env = None
-    if how == "cgroup" and peak_probe.cgroup_error() is not None:
-        pytest.skip(f"no memory cgroup here: {peak_probe.cgroup_error()}")
+    if how == "cgroup" and cgroups.cgroup_error() is not None:
+        pytest.skip(f"no memory cgroup here: {cgroups.cgroup_error()}")
     if how == "watchdog":
         env = {**os.environ, "AUTOGRADER_CGROUP": str(tmp_path / "no-such-cgroup")}
     proc, rows, _ = _run(tmp_path, {"correct": filled_notebook(A), **MEMORY_HOGS}, env=env,
@@ -154,7 +154,7 @@ def test_the_resident_memory_sum_counts_tmpfs_and_shared_pages(tmp_path):
     m.close()
     assert after - before >= 60 << 20, (before, after)
     assert kernel_memory.mode() in ("watchdog", "cgroup v1", "cgroup v2")
-    assert (kernel_memory.mode() == "watchdog") == (peak_probe.cgroup_error() is not None)
+    assert (kernel_memory.mode() == "watchdog") == (cgroups.cgroup_error() is not None)
 
 
 def test_output_arriving_late_is_never_called_a_timeout():

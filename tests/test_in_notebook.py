@@ -45,7 +45,7 @@ def test_check_inside_a_check_does_nothing(monkeypatch, capsys):
 
 
 def test_check_does_not_run_the_check_cell(tmp_path, monkeypatch):
-    from autograder import notebook as nbk
+    from autograder import notebook_run as nbk
 
     path = write_submission(tmp_path, "s", A, filled_notebook(A))
     monkeypatch.setenv("JPY_SESSION_NAME", str(path))  # were it run, it would find the file

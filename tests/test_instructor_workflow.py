@@ -97,7 +97,7 @@ def term(tmp_path_factory):
     root = tmp / "course"
     root.mkdir()
     (root / "nbgrader_config.py").write_text(
-        "from autograder.config import apply\n\n"
+        "from autograder.nbgrader_settings import apply\n\n"
         f"apply(get_config(), {str(root / '.grading')!r})\n", encoding="utf-8")
     wrong = filled_notebook(A, parse_variant(variants(A)["attention_no_scale"])[0])
     with zipfile.ZipFile(root / "class-export.zip", "w") as z:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import peak_probe
+from autograder import cgroups, peak_probe
 from autograder.checker import Remote
 from autograder.checks import ex06
 from autograder.measure import peak_traced_memory
@@ -29,8 +29,8 @@ A = "ex06_tiled_attention"
 T, D = 4096, 64
 ROWS = list(range(64)) + list(range(T - 64, T))
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux cgroups")
-needs_cgroup = pytest.mark.skipif(peak_probe.cgroup_error() is not None,
-                                  reason=f"no memory cgroup here: {peak_probe.cgroup_error()}")
+needs_cgroup = pytest.mark.skipif(cgroups.cgroup_error() is not None,
+                                  reason=f"no memory cgroup here: {cgroups.cgroup_error()}")
 
 
 def _reference_cells() -> list[str]:
@@ -67,8 +67,8 @@ def test_this_machine_measures_in_a_cgroup():
     v1 = Path("/sys/fs/cgroup/memory")
     if os.geteuid() != 0 or not (v1 / "cgroup.procs").is_file() or not os.access(v1, os.W_OK):
         pytest.skip(f"not root with a writable cgroup v1 memory controller; mode here: "
-                    f"{peak_probe.mode()} ({peak_probe.cgroup_error()})")
-    assert peak_probe.cgroup_error() is None
+                    f"{peak_probe.mode()} ({cgroups.cgroup_error()})")
+    assert cgroups.cgroup_error() is None
     assert peak_probe.mode() == "cgroup v1"
 
 
@@ -237,7 +237,7 @@ def test_output_to_fd_1_and_prints_do_not_break_the_answer():
 @needs_cgroup
 def test_a_call_that_never_returns_is_stopped_and_its_cgroups_removed():
     cell = "def f(Q, K, V):\n    while True:\n        pass\n"
-    parent, _ = peak_probe._hierarchy()
+    parent, _ = cgroups.writable_hierarchy()
     m = _measure([cell], "f", shapes=[(8, 4)] * 3, timeout=8)
     assert "ran longer than 8 s of CPU time" in m.error
     assert not list(parent.parent.glob(f"autograder-peak-{os.getpid()}-*"))
@@ -246,7 +246,7 @@ def test_a_call_that_never_returns_is_stopped_and_its_cgroups_removed():
 def test_without_a_cgroup_the_probe_estimates_inside_itself(monkeypatch):
     """No cgroup (here: as if none could be made): the in-process measure, said so in
     ``how``; it still sees an allocation of the call's own process."""
-    monkeypatch.setattr(peak_probe, "_hierarchy", lambda: (None, "none for this test"))
+    monkeypatch.setattr(peak_probe, "writable_hierarchy", lambda: (None, "none for this test"))
     cell = ("import numpy as np\n"
             "def f(Q, K, V):\n    a = np.ones(64 * 2**20 // 8)\n    return Q + a[0]\n")
     m = _ok(_measure([cell], "f", shapes=[(8, 4)] * 3))

@@ -166,7 +166,7 @@ def test_release_writes_a_rust_stub_that_compiles(tmp_path):
     `todo!()`, not `raise NotImplementedError()`, and the stub compiles."""
     from traitlets.config import Config
 
-    from autograder.config import apply
+    from autograder.nbgrader_settings import apply
     from autograder.nbgrader_plugins import ClearSolutionsByCellLanguage
 
     c = Config()

@@ -30,6 +30,7 @@ import numpy as np
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.diagnose import variance_hint
 from autograder.reference.scaling import sample_variance_std
+from autograder.reference.scaling import dot_product_variance as reference
 from autograder.testing import call_learner as _call
 from autograder.testing import expect_value_error, explain, fail
 
@@ -115,8 +116,6 @@ def _ks_distance(a: np.ndarray, b: np.ndarray) -> float:
 def small_sample_distribution(fn: Callable) -> None:
     """Over SMALL_SEEDS seeds, dot_product_variance(1, SMALL_N, seed) is never negative and
     is distributed as a real sample variance of SMALL_N draws."""
-    from autograder.reference.scaling import dot_product_variance as reference
-
     got = []
     for seed in range(SMALL_SEEDS):
         what = f"dot_product_variance(1, {SMALL_N}, seed={seed})"

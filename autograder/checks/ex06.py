@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from autograder import diagnose
+from autograder import peak_probe
 from autograder.checker import Remote
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.memory import peak_call_memory
@@ -314,8 +315,6 @@ def _peak_in_probe(tiled: Remote, is_causal: bool, T: int, d: int, block_size: i
                    seed: int, what: str) -> tuple[np.ndarray, int, str]:
     """(the whole output, the peak in bytes, how it was measured) of the learner's function
     run in the grader's probe (:mod:`autograder.peak_probe`)."""
-    from autograder import peak_probe
-
     session = tiled._session
     name = tiled.bound_as or tiled.__name__
     fresh = ("this test runs your function in a fresh Python that has run the notebook's "

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder import kernel_memory, sandbox
 from autograder.grading import gradebook, integrity
 from autograder.grading.record import NOTE, combine, fill  # noqa: F401 - combine re-exported
 from autograder.grading.results import Row, Status
@@ -19,6 +20,7 @@ from autograder.grading.submission import Submission, prevalidate, read_timestam
 from autograder.grading.times import for_nbgrader, submission_time
 from autograder.nbgrader_plugins import STOPPED
 from autograder.notebook import nbgrader_meta
+from autograder.sandbox import PROFILE
 
 # nbgrader's submitted_directory for the grader's workers, relative to the workspace: a
 # copy of each submission goes there, so the submissions themselves (which may lie in the
@@ -89,7 +91,6 @@ def grade_one(api, sub: Submission, workspace: Path) -> Row:
     path = os.environ.get("AUTOGRADER_PROFILE")
     if not path:
         return _grade_one(api, sub, workspace)
-    from autograder import sandbox
 
     sandbox.PROFILE.clear()
     start, began = time.perf_counter(), time.time()
@@ -105,8 +106,6 @@ def grade_one(api, sub: Submission, workspace: Path) -> Row:
 
 def _phase(what: str, start: float) -> float:
     """Add the seconds since ``start`` to the profile's ``what``; return the time now."""
-    from autograder.sandbox import PROFILE
-
     now = time.perf_counter()
     PROFILE[what] = PROFILE.get(what, 0.0) + now - start
     return now
@@ -155,7 +154,6 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
                                       "later tests scored 0")
     oom = errors.pop("KernelOutOfMemory", [])
     if oom:  # the memory cap's cgroup or watchdog stopped the kernel (kernel_memory)
-        from autograder import kernel_memory
 
         events.pop(Status.KERNEL_DIED, None)
         counted = (f"the memory cap ({kernel_memory.cap() // 2**20} MiB, shared memory and "

@@ -18,6 +18,8 @@ from pathlib import Path
 import nbformat
 
 from autograder.grading.html import bars, page, table
+from autograder.grading.release import source_notebook
+from autograder.notebook import released_notebook
 from autograder.verdicts import grade_id, is_test_cell, test_summary
 
 STATES = re.compile(r'^\s*#\s*states:\s*"(.+)"\s*$', re.M)
@@ -28,9 +30,6 @@ LATE = re.compile(r"submitted ([\d.]+) h after the due date")
 def behaviours(assignment: str) -> dict[str, tuple[str, list[str]]]:
     """test grade_id -> (its docstring's first line, the statements its hidden checks
     rely on), from the source notebook (else the release: docstrings only)."""
-    from autograder.grading.release import source_notebook
-    from autograder.notebook import released_notebook
-
     path = source_notebook(assignment)
     nb = nbformat.read(path, as_version=4) if path.is_file() else released_notebook(assignment)
     if nb is None:

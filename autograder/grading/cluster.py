@@ -31,7 +31,13 @@ import threading
 import time
 from pathlib import Path
 
+from autograder.grading import gradebook, keys
+from autograder.grading.gradebook import shown
+from autograder.grading.pool import Worker
+from autograder.grading.release import source_notebook
 from autograder.grading.results import Row, Status
+from autograder.grading.submission import Submission
+from autograder.sandbox import sandbox_error
 
 # What the coordinator writes and each worker must read back through the shared filesystem.
 TOKEN_FILE = ".autograder/cluster-token"
@@ -51,8 +57,6 @@ def task_key(student_id: str, assignment: str, inputs_sha256: str) -> str:
 
 def _pool_worker(task: dict):
     """This Dask thread's grading process for the task's settings (started on first use)."""
-    from autograder.grading.pool import Worker
-
     settings = (task["workspace"], task["cell_timeout"], task["memory_mb"],
                 task["late_penalty"], tuple(sorted(task["env"].items())))
     thread = threading.get_ident()
@@ -78,8 +82,6 @@ def grade_task(task: dict) -> dict:
     forgotten copy still ran) from grading it at the same time.
     """
     from filelock import FileLock
-
-    from autograder.grading.submission import Submission
 
     os.environ.update(task["env"])  # read by the grading process this worker starts
     worker = _pool_worker(task)
@@ -115,7 +117,6 @@ def worker_problems(workspace: str, token: str, check_code: str, sources: list[s
     missing = [s for s in sources if not Path(s).is_file()]
     if missing:
         problems.append(f"has no {missing[0]} (the course's solutions/ at the same path)")
-    from autograder.grading import keys
 
     on_disk = keys.check_code_digest.__wrapped__()
     if on_disk != check_code:
@@ -125,8 +126,6 @@ def worker_problems(workspace: str, token: str, check_code: str, sources: list[s
         problems.append("was started before the course's check code changed: restart the "
                         "Dask workers")
     if sandbox:
-        from autograder.sandbox import sandbox_error
-
         why = sandbox_error()
         if why:
             problems.append(f"cannot sandbox the grading kernels: {why}")
@@ -140,7 +139,6 @@ def worker_problems(workspace: str, token: str, check_code: str, sources: list[s
         finally:
             engine.dispose()
     except Exception as exc:  # noqa: BLE001 - any failure is the worker's problem to report
-        from autograder.grading.gradebook import shown
 
         problems.append(f"cannot open the gradebook {shown(db_url)}: "
                         f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
@@ -172,9 +170,6 @@ def workers_in_use(client) -> tuple[int, int]:
 
 def check_workers(client, run) -> list[str]:
     """Ask every connected worker whether it can grade ``run``; one line per problem."""
-    from autograder.grading import gradebook, keys
-    from autograder.grading.release import source_notebook
-
     token = secrets.token_hex(16)
     path = run.workspace / TOKEN_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -193,8 +188,6 @@ def grade(run, client, progress: bool) -> set[str]:
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
     from tqdm import tqdm
-
-    from autograder.grading import keys
 
     env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
     futures = {}

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.grading.gradebook import exists, open_gradebook
 from autograder.grading.record import course_assignments, derive
 from autograder.grading.results import spreadsheet_safe, write_csv
 
@@ -43,8 +44,6 @@ def read_roster(path: Path) -> list[str]:
 
 def gradebook_students_and_assignments(workspace: Path) -> tuple[list[str], dict[str, float]]:
     """(student ids, assignment -> max score) recorded in the workspace's gradebook."""
-    from autograder.grading.gradebook import exists, open_gradebook
-
     if not exists(workspace):
         return [], {}
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from autograder.grading import speedups
+from autograder.grading.results import STATE_CSV
+
 
 # The database URL ``grade --db-url`` gave the workspace (owner-only: it may hold a password).
 DB_URL_FILE = ".autograder/db_url"
@@ -66,8 +69,6 @@ def set_db_url(workspace: Path, url: str) -> str:
         ValueError: the URL is not PostgreSQL or SQLite, or the workspace already holds graded
             rows whose gradebook is another one (they would be orphaned).
     """
-    from autograder.grading.results import STATE_CSV
-
     url = normalise_url(url)
     current = db_url(workspace)
     if url == current:
@@ -90,8 +91,6 @@ def exists(workspace: Path) -> bool:
 def open_gradebook(workspace: Path):
     """``nbgrader.api.Gradebook`` on the workspace (a context manager)."""
     from nbgrader.api import Gradebook
-
-    from autograder.grading import speedups
 
     speedups.apply()  # one engine per database in this process, no alembic subprocess
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import nbformat
 
+from autograder.config import EXERCISES
 from autograder.grading.tampering import suspicious
 from autograder.notebook import nbgrader_meta
 
@@ -15,8 +16,6 @@ _released: dict[str, dict] = {}
 def released_cells(assignment: str) -> dict:
     """grade_id -> cell of the learner version in ``exercises/``, in notebook order."""
     if assignment not in _released:
-        from autograder.config import EXERCISES
-
         nb = nbformat.read(EXERCISES / assignment / f"{assignment}.ipynb", as_version=4)
         _released[assignment] = {nbgrader_meta(c)["grade_id"]: c for c in nb.cells
                                  if nbgrader_meta(c).get("grade_id")}

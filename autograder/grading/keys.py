@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from autograder.config import REPO
+from autograder.grading.submission import read_submitted
 
 # The code behind the hidden tests (relative to the repository): a fix there changes grades.
 CHECK_CODE = ("autograder/checks", "autograder/reference", "autograder/testing.py",
@@ -43,8 +44,6 @@ def check_code_digest(root: Path = REPO) -> str:
 
 def file_digest(path: Path | None) -> str:
     """SHA-256 of a file's bytes, "" when there is no such file."""
-    from autograder.grading.submission import read_submitted
-
     try:
         return hashlib.sha256(read_submitted(Path(path))).hexdigest() if path else ""
     except OSError:  # absent, or not a plain file (prevalidate says why)

@@ -21,6 +21,7 @@ import nbformat
 
 from autograder.grading.gradebook import db_url, open_gradebook, shown
 from autograder.grading.gradebook import exists as gradebook_exists
+from autograder.grading.release import nbgrader
 from autograder.notebook import nbgrader_meta
 from autograder.verdicts import printable
 
@@ -199,8 +200,6 @@ def record_score(workspace: Path, student: str, assignment: str, cell: str, poin
 def regenerate_feedback(workspace: Path, student: str, assignment: str) -> str:
     """``nbgrader generate_feedback ASSIGNMENT --student STUDENT --force`` in the workspace;
     "" on success, else nbgrader's output."""
-    from autograder.grading.release import nbgrader
-
     done = nbgrader(["generate_feedback", assignment, "--student", student, "--force"],
                     cwd=workspace)
     return "" if done.returncode == 0 else done.stdout
@@ -240,10 +239,12 @@ def main_list(workspace: Path, assignment: str | None) -> int:
 
 
 def main_score(workspace: Path, student: str, assignment: str, cell: str, points: float,
-               comment: str | None) -> int:
-    """``manual score``: record, regenerate the learner's feedback, derive grades.csv."""
-    from autograder.grading.record import derive
+               comment: str | None, *, derive) -> int:
+    """``manual score``: record, regenerate the learner's feedback, derive grades.csv.
 
+    ``derive``: :func:`autograder.grading.record.derive`, which rewrites the workspace's
+    CSV files and reports from the gradebook (the record reads the manual scores this
+    module keeps, so this module does not import it)."""
     workspace = Path(workspace).resolve()
     if not gradebook_exists(workspace):
         print(f"error: no gradebook in {workspace}", file=sys.stderr)

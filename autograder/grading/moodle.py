@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from autograder.grading.export import MISSING, UNSETTLED, Refused, Report, locked_table, number
+from autograder.grading.ids import FORMULA_STARTS, id_problem, nfc_clashes
 
 FIELDS = ("id", "idnumber", "email", "username")  # Moodle's "Map to" user fields
 
@@ -36,8 +37,6 @@ def writable(keys: dict[str, str], field: str, report: Report) -> dict[str, str]
     the file, each listed: an id that cannot be a student id (a folder the grader refused,
     or one of two that are one id once normalised),
     a value a spreadsheet would read as a formula."""
-    from autograder.grading.ids import FORMULA_STARTS, id_problem, nfc_clashes
-
     clashes = {s for group in nfc_clashes(list(keys)).values() for s in group}
     out = {}
     for s, v in keys.items():

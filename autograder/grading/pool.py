@@ -14,21 +14,8 @@ import sys
 import threading
 from pathlib import Path
 
+from autograder.grading.environment import child_env
 from autograder.grading.results import Row, Status
-
-
-def child_env() -> dict:
-    """Environment of the processes grading starts (workers, kernels, nbgrader)."""
-    env = dict(os.environ)
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env["PYTHONUTF8"] = "1"  # locked cells hold dₖ, √, ωᵢ: never depend on the locale
-    env["PYTHONIOENCODING"] = "utf-8"
-    env.setdefault("MPLBACKEND", "Agg")
-    # One thread per grading kernel: --jobs gives the parallelism, and BLAS thread pools
-    # would otherwise oversubscribe the cores and allocate outside the memory cap.
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = "1"
-    return env
 
 
 # Memory one grading worker and its kernel use while grading (MiB, measured on the course's
@@ -319,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
 
     speedups.apply()
 
-    from autograder.config import apply
+    from autograder.nbgrader_settings import apply
     from autograder.grading.autograde import STAGED, grade_one
     from autograder.grading.submission import Submission
 

@@ -12,9 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autograder.exercises import exercise_ids
+from autograder.grading.class_report import write_all
 from autograder.grading.gradebook import exists as gradebook_exists
 from autograder.grading.gradebook import open_gradebook
+from autograder.grading.manual import reconcile
 from autograder.grading.results import PRIORITY, Row, Status, load_state, save_rows
+from autograder.grading.summary import write_summary
 
 NOTE = "note"  # the key of a free-text prefix in a row's events (e.g. nbformat 3 converted)
 
@@ -106,8 +110,6 @@ def course_assignments(recorded: set[str]) -> frozenset[str]:
     (:func:`autograder.exercises.exercise_ids`) and those of the gradebook (which a run
     fills with exercises only). A row of any other (an older run's row for a folder named
     ``=HYPERLINK(...)``) is dropped: no export, report or file name holds its name."""
-    from autograder.exercises import exercise_ids
-
     return frozenset(exercise_ids()) | frozenset(recorded)
 
 
@@ -118,8 +120,6 @@ def derive_rows(workspace: Path, rows: dict[tuple[str, str], Row]) -> dict[tuple
     (:func:`autograder.grading.manual.reconcile`). A row with no scores in the gradebook
     (a folder refused at the door, a notebook not graded) gets its assignment's maximum,
     as the export gives it."""
-    from autograder.grading.manual import reconcile
-
     if rows and not gradebook_exists(workspace):
         for key in [k for k in rows if k[1] not in course_assignments(set())]:
             del rows[key]  # a folder that is no assignment, in an older side table
@@ -143,9 +143,6 @@ def derive(workspace: Path) -> tuple[dict[tuple[str, str], Row], list[str]]:
     """Rewrite ``grades.csv``, ``tests.csv``, the summary and the class reports
     (:mod:`~autograder.grading.class_report`) from the gradebook and the side table; return
     the rows and the summary's printable lines."""
-    from autograder.grading.class_report import write_all
-    from autograder.grading.summary import write_summary
-
     workspace = Path(workspace).resolve()
     rows = derive_rows(workspace, load_state(workspace))
     save_rows(workspace, rows)

@@ -10,8 +10,10 @@ import tempfile
 from pathlib import Path
 
 from autograder.config import SOLUTIONS
-from autograder.grading.pool import child_env
+from autograder.grading import speedups
+from autograder.grading.environment import child_env
 from autograder.grading.submission import sha256
+from autograder.nbgrader_settings import apply
 
 CONFIG = "nbgrader_config.py"
 
@@ -23,7 +25,7 @@ def write_config(workspace: Path, *, release_directory: Path, cell_timeout: int 
     text = (
         "# Written by python -m autograder; nbgrader's own commands run in this folder\n"
         "# (nbgrader autograde, generate_feedback, export, formgrader) read it.\n"
-        "from autograder.config import apply\n\n"
+        "from autograder.nbgrader_settings import apply\n\n"
         f"apply(get_config(), {str(workspace)!r}, release_directory={str(release_directory)!r},"
         f" cell_timeout={cell_timeout}, late_penalty={late_penalty!r})\n"
     )
@@ -75,9 +77,6 @@ def _generate_assignment(assignment: str, workspace: Path, **settings) -> dict:
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
-
-    from autograder.config import apply
-    from autograder.grading import speedups
 
     speedups.apply()
     config = Config()

@@ -18,13 +18,16 @@ from filelock import FileLock, Timeout
 
 from autograder.exercises import exercise_ids
 from autograder.grading import gradebook, keys
+from autograder.grading import cluster
 from autograder.grading.autograde import STAGED
 from autograder.grading.pool import Worker, default_jobs
+from autograder.grading.pool import preload
 from autograder.grading.release import ensure_released, source_notebook, write_config
 from autograder.grading.record import add_note, derive, derive_rows
 from autograder.grading.results import (FINAL, GRADES_CSV, Row, Status, load_state, save_rows,
                                         save_state)
 from autograder.grading.submission import Submission, discover, strays
+from autograder.sandbox import sandbox_error
 
 
 CSV_INTERVAL = 1.0  # seconds between two rewrites of grades.csv while a class is graded
@@ -197,8 +200,6 @@ def start_workers(workspace: Path, subs: list[Submission], jobs: int, *, cell_ti
     """Start ``jobs`` workers (fewer for a smaller class) at the start of a run: they import
     nbgrader and start their warm sandboxes while the grader works out what to grade and
     releases the assignments (:meth:`ClassRun.use_workers` stops the ones not needed)."""
-    from autograder.grading.pool import preload
-
     warm = tuple(sorted({s.assignment for s in subs if source_notebook(s.assignment).is_file()}))
     workers = [Worker(workspace, i, cell_timeout, memory_mb, late_penalty, warm=warm)
                for i in range(min(jobs, len(subs)))]
@@ -240,7 +241,6 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         print(f"error: {submissions} is the grader's own staging folder; grade the "
               "submissions themselves (for instance the workspace's submitted/)", file=sys.stderr)
         return 2
-    from autograder.sandbox import sandbox_error
 
     why = sandbox_error() if sandbox and not scheduler else None  # a cluster's: its workers'
     if why:
@@ -266,8 +266,6 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
         if scheduler:
-            from autograder.grading import cluster
-
             try:
                 client = cluster.connect(scheduler)
             except RuntimeError as exc:

@@ -29,8 +29,11 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.grading import similarity_report
 from autograder.grading.autograde import STAGED
 from autograder.grading.results import spreadsheet_safe, write_csv
+from autograder.grading.submission import discover, read_submitted
+from autograder.notebook import released_notebook
 from autograder.verdicts import grade_id, is_fixed_cell, nbgrader_meta
 
 # copydetect's default noise threshold: the shortest match (in characters of the filtered
@@ -150,16 +153,12 @@ def workspace_notebooks(workspace: Path, assignment: str) -> dict[str, Path]:
 def submitted_notebooks(submissions: Path, assignment: str) -> dict[str, Path]:
     """student id -> the notebook of a submissions folder in nbgrader's layout, found as
     ``grade`` finds it (:func:`~autograder.grading.submission.discover`)."""
-    from autograder.grading.submission import discover
-
     return {s.student_id: s.path for s in discover(submissions)
             if s.assignment == assignment and s.path is not None}
 
 
 def read_sources(notebooks: dict[str, Path], skip: set[str]) -> tuple[list[Source], list[str]]:
     """(the learners' code, one line per notebook that could not be read)."""
-    from autograder.grading.submission import read_submitted
-
     sources, unread = [], []
     for student, path in notebooks.items():
         try:
@@ -257,8 +256,6 @@ def cut_lines(sources: list[Source]) -> list[str]:
 def release_of(workspace: Path, assignment: str):
     """The released notebook the class started from: the workspace's release (what
     ``grade`` generated), else the course's ``exercises/``; None when neither has it."""
-    from autograder.notebook import released_notebook
-
     return released_notebook(assignment, workspace / "release") or released_notebook(assignment)
 
 
@@ -269,8 +266,6 @@ def main(assignment: str, workspace: Path, submissions: Path | None = None,
     ``workspace``); write ``WORKSPACE/similarity-ASSIGNMENT.html`` (the ``top`` pairs
     side by side) and ``.csv`` (every pair). Exit status 0, or 2 when the assignment has
     no release or no submission is found."""
-    from autograder.grading import similarity_report
-
     workspace = Path(workspace).resolve()
     released = release_of(workspace, assignment)
     if released is None:
@@ -290,7 +285,7 @@ def main(assignment: str, workspace: Path, submissions: Path | None = None,
     html_path = workspace / f"similarity-{assignment}.html"
     write_pairs_csv(csv_path, pairs)
     similarity_report.write(html_path, assignment, sources, pairs, unread=unread, top=top,
-                            common=common)
+                            common=common, noise=NOISE, cap=CAP, cut=cut_lines(sources))
     print(f"{assignment}: {len(sources)} submission(s), {len(pairs)} pair(s) compared")
     for line in unread:
         print(f"  not compared: {line}")

@@ -49,11 +49,12 @@ def histogram(pairs) -> str:
 
 
 def write(path: Path, assignment: str, sources, pairs, *, unread: list[str], top: int,
-          common: float) -> None:
+          common: float, noise: int, cap: int, cut: list[str]) -> None:
     """Write the report of ``pairs`` (ranked) to ``path``: the ranked table of every pair
-    with any match and the first ``top`` of them side by side."""
-    from autograder.grading.similarity import CAP, NOISE, cut_lines
-
+    with any match and the first ``top`` of them side by side. The detector's settings are
+    the comparison's (:mod:`~autograder.grading.similarity`): ``noise``, the shortest match
+    in characters, and ``cap``, the characters of one learner's code compared at most;
+    ``cut``, one line per learner whose code was cut there."""
     shown = [p for p in pairs if p.similarity > 0]
     rows = [[f'<a href="#pair-{i}">{i}</a>' if i <= top else str(i),
              escape(p.a.student_id), escape(p.b.student_id), f"{p.similarity:.0%}",
@@ -64,11 +65,11 @@ def write(path: Path, assignment: str, sources, pairs, *, unread: list[str], top
         "any code. This report is for a person to read: it changes no grade, and a high "
         "score is a reason to look at the code, not a finding.</p>",
         f'<p class="note">Detector: copydetect (winnowing over Pygments tokens, names as one '
-        f"letter, comments and whitespace ignored), matches of at least {NOISE} characters "
+        f"letter, comments and whitespace ignored), matches of at least {noise} characters "
         "of that token text. Not compared: the released notebook's code (starter code, "
         f"given and test cells), code found alike in more than {common:.0%} of the "
         "submissions (common idioms), knowledge-check answers, and a learner's code beyond "
-        f"its first {CAP:,} characters. Similarity: the larger of the two shares, the share "
+        f"its first {cap:,} characters. Similarity: the larger of the two shares, the share "
         "of one learner's compared tokens found in the other's (so a copy padded with code "
         "of its own still scores high); both shares are shown.</p>",
         "<h2>Distribution</h2>", histogram(pairs),
@@ -80,7 +81,6 @@ def write(path: Path, assignment: str, sources, pairs, *, unread: list[str], top
     if unread:
         body.append("<h2>Not compared</h2><ul>" + "".join(
             f"<li>{escape(u)}</li>" for u in unread) + "</ul>")
-    cut = cut_lines(sources)
     if cut:
         body.append("<h2>Not compared in full</h2><ul>" + "".join(
             f"<li>{escape(c)}</li>" for c in cut) + "</ul>")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.exercises import exercise_ids
 from autograder.grading.ids import clash, id_problem, nfc_clashes, refusal
 from autograder.grading.integrity import grade_ids, released_cells
 from autograder.grading.results import Status
@@ -128,8 +129,6 @@ def discover(submissions: Path, assignments: frozenset[str] | None = None) -> li
 
 
 def _known(assignments: frozenset[str] | None) -> frozenset[str]:
-    from autograder.exercises import exercise_ids
-
     return frozenset(exercise_ids() if assignments is None else assignments)
 
 

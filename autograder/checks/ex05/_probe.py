@@ -51,6 +51,8 @@ import weakref
 from pathlib import Path
 
 from autograder import limits
+from autograder.checker import setup_and_solution_cells
+from autograder.sandbox import bwrap, copy_course, sandbox_error, system_binds
 from autograder.testing import in_hidden_part, raised
 
 MAX_OUTPUT = 8 * 2**20
@@ -236,13 +238,11 @@ out.flush()
 def command(course: Path) -> list[str]:
     """The probe's command line: sandboxed where bubblewrap can start (torch importable,
     the GPU devices bound as for kernels, ``course`` read-only at its own path)."""
-    from autograder.sandbox import _system_binds, bwrap, sandbox_error
-
     py = [sys.executable, "-I", "-c", RUNNER]
     if sandbox_error() is not None:
         return py
     return [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *_system_binds(),
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *system_binds(),
             "--remount-ro", "/", "--tmpfs", "/tmp",  # a writable /tmp of its own
             *_under_tmp_again(),  # a Python environment in /tmp (a clone there) stays seen
             "--ro-bind", str(course), str(course),  # (under /tmp: bound after it)
@@ -275,11 +275,9 @@ def run(cells: list[str], calls: list[dict], timeout: float,
     import shutil
     import tempfile
 
-    from autograder.sandbox import _copy_course
-
     course = Path(tempfile.mkdtemp(prefix="autograder-probe-course-"))
     try:
-        _copy_course(course, assignment)
+        copy_course(course, assignment)
         request = json.dumps({"cells": cells, "calls": calls, "course": str(course),
                               "cuda": cuda})
         try:
@@ -413,8 +411,6 @@ _ANSWERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _answer(session, devices) -> dict:
     """The probe's answer for ``session``'s notebook (run once, for both graded parts)."""
-    from autograder.checker import _solution_cells
-
     if session not in _ANSWERS:
         calls = [{"call": "scaled_dot_product_attention", "args": _node(a), "kwargs": _node(k),
                   "cuda": a[0].device.type == "cuda"} for a, k in sdpa_calls(devices)]
@@ -423,7 +419,7 @@ def _answer(session, devices) -> dict:
                   for m in mha_calls(devices)]
         try:
             # Within the test cell's time limit, which the wait for the probe counts against.
-            _ANSWERS[session] = run(_solution_cells(session.notebook), calls,
+            _ANSWERS[session] = run(setup_and_solution_cells(session.notebook), calls,
                                     session.timeout, cuda="cuda" in devices)
         except ProbeFailed as exc:
             _ANSWERS[session] = {"failed": str(exc)}

@@ -1,0 +1,93 @@
+"""The module map (issue 24): the docstrings of ``autograder/__init__.py`` and
+``autograder/grading/__init__.py`` list every module of the package with its job and its
+size in lines, so a newcomer sees the whole package and where each thing lives. This test
+fails when a module is missing from its map, when a listed module is gone, and when a
+stated size is off by more than 20 % (a module that grew or shrank that much has likely
+changed its job too: read its entry again)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "autograder"
+# Each map and the modules it lists: the grading package's own, and the rest.
+MAPS = {"autograder/grading/__init__.py": "autograder/grading/",
+        "autograder/__init__.py": "autograder/"}
+# ":mod:`~autograder.x` (123 lines)", ":mod:`autograder.x` (123: ...)" or "(123),"
+ENTRY = re.compile(r":mod:`~?(autograder(?:\.\w+)*)`\s*\((\d+)\b")
+TOLERANCE = 0.20
+
+
+def module_name(path: Path, root: Path = REPO) -> str:
+    """``autograder/checks/ex05/__init__.py`` -> ``autograder.checks.ex05``."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def lines(path: Path) -> int:
+    """A file's size in lines."""
+    return path.read_text(encoding="utf-8").count("\n")
+
+
+def stated_sizes(map_file: Path) -> dict[str, int]:
+    """The modules a map's docstring lists, with the size it states for each."""
+    doc = ast.get_docstring(ast.parse(map_file.read_text(encoding="utf-8"))) or ""
+    return {name: int(size) for name, size in ENTRY.findall(doc)}
+
+
+def map_problems(root: Path = REPO) -> list[str]:
+    """What is wrong with the maps under ``root``: missing, gone or resized modules."""
+    problems = []
+    owner = {}
+    for path in sorted((root / "autograder").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel in MAPS:
+            continue
+        owner[module_name(path, root)] = (next(m for m, d in MAPS.items() if rel.startswith(d)),
+                                    lines(path))
+    for map_file in MAPS:
+        stated = stated_sizes(root / map_file)
+        for name, (home, size) in owner.items():
+            if home != map_file:
+                continue
+            if name not in stated:
+                problems.append(f"{map_file}: {name} ({size} lines) is missing from the map")
+            elif abs(stated[name] - size) > TOLERANCE * size:
+                problems.append(f"{map_file}: {name} is {size} lines, the map says "
+                                f"{stated[name]}: update its entry")
+        for name in stated:
+            if owner.get(name, (None,))[0] != map_file:
+                problems.append(f"{map_file}: {name} is listed but is not a module of this map")
+    return problems
+
+
+def test_every_module_is_in_the_map_with_its_size():
+    """Every module is listed in its map, no listed module is gone, each size within 20 %."""
+    problems = map_problems()
+    assert not problems, "the module map is out of date:\n" + "\n".join(problems)
+
+
+def _module_map(tmp_path: Path) -> Path:
+    (tmp_path / "autograder" / "grading").mkdir(parents=True)
+    (tmp_path / "autograder" / "grading" / "__init__.py").write_text(
+        '"""- :mod:`~autograder.grading.run` (3 lines): runs."""\n', encoding="utf-8")
+    (tmp_path / "autograder" / "grading" / "run.py").write_text("a\nb\nc\n", encoding="utf-8")
+    (tmp_path / "autograder" / "__init__.py").write_text(
+        '"""- :mod:`~autograder.cli` (10 lines): the commands.\n'
+        '- :mod:`~autograder.old` (5 lines): gone."""\n', encoding="utf-8")
+    (tmp_path / "autograder" / "cli.py").write_text("x\n" * 13, encoding="utf-8")
+    (tmp_path / "autograder" / "new.py").write_text("y\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_the_check_reports_a_missing_a_gone_and_a_resized_module(tmp_path):
+    """A map that lacks a new module, lists a removed one and states 10 lines for 13 is
+    reported, each with its map; an entry within 20 % is not."""
+    assert map_problems(_module_map(tmp_path)) == [
+        "autograder/__init__.py: autograder.cli is 13 lines, the map says 10: update its entry",
+        "autograder/__init__.py: autograder.new (1 lines) is missing from the map",
+        "autograder/__init__.py: autograder.old is listed but is not a module of this map",
+    ]
