@@ -34,7 +34,7 @@ In the learner's kernel (:data:`autograder.sandbox.KERNEL_FILES` lists what it g
   grading kernels, forked one per notebook.
 - :mod:`~autograder.rust` (623 lines): ``%%rust`` cells: safe Rust compiled with
   rustc and called from Python.
-- :mod:`~autograder.in_notebook` (163 lines): ``%check``: ``check`` run
+- :mod:`~autograder.in_notebook` (244 lines): ``%check``: ``check`` run
   from inside the notebook, on the code as run.
 - :mod:`~autograder.transformer_given` (161 lines): what ex07's
   learners are given (the toy task, positional encodings, a training loop).

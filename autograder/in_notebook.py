@@ -34,7 +34,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder.exercises import assignment_of_path
+from autograder.config import EXERCISES
+from autograder.exercises import ASSIGNMENTS, assignment_of_path
+from autograder.verdicts import nbgrader_meta, normalise
 
 GUARD = "AUTOGRADER_IN_NOTEBOOK_CHECK"  # set while a check started here runs
 
@@ -109,15 +111,15 @@ def released_as_run(ran: dict[str, str]):
     Cells run in a fresh session carry the editor's own ids, so the exercise is known by
     content: the set-up and test cells that ran, compared with every released notebook's.
     """
-    from autograder import ASSIGNMENTS
-    from autograder.notebook import nbgrader_meta, normalise, released_notebook
+    import nbformat
 
     sources = {normalise(source) for source in ran.values()}
     best, best_count = None, 0
     for name in ASSIGNMENTS:
-        nb = released_notebook(name)
-        if nb is None:
+        path = EXERCISES / name / f"{name}.ipynb"
+        if not path.is_file():
             continue
+        nb = nbformat.read(path, as_version=4)
         count = sum(1 for c in nb.cells if c.cell_type == "code"
                     and not nbgrader_meta(c).get("solution") and normalise(c.source) in sources)
         if count > best_count:
@@ -197,11 +199,11 @@ def check_without_file(ran: dict[str, str], args: list[str], why: NotebookNotFou
     """``%check`` where the notebook has no file the kernel can read: Colab's notebook as
     shown, else the released exercise with the cells run this session; returns the exit
     status (2, with the reason printed, when neither can be had)."""
-    from autograder.notebook import identify_assignment
-
     nb = colab_notebook()
     if nb is not None:
-        name = identify_assignment(nb)
+        found = released_as_run({str(i): c.source for i, c in enumerate(nb.cells)
+                                 if c.cell_type == "code"})
+        name = found[0] if found else None
         print("checking this Colab notebook as it is on screen", flush=True)
         return check_notebook(nb, name, f"{name or 'notebook'}.ipynb", args,
                               shown_as="this notebook")
