@@ -95,9 +95,12 @@ The grader's machinery (never in the learner's kernel):
   the grader itself.
 - :mod:`~autograder.notebook` (201 lines): reading nbgrader notebooks:
   test cells, which assignment, changed read-only cells; the kernel ``check`` starts early.
-- :mod:`~autograder.nbgrader_plugins` (505 lines): the nbgrader
-  preprocessors the course adds (the sandboxed and resilient execution, the trusted tests,
-  feedback without hidden tests).
+- :mod:`~autograder.nbgrader_plugins` (322 lines): the nbgrader
+  preprocessors the course adds (the sandboxed and resilient execution, feedback without
+  hidden tests).
+- :mod:`~autograder.trusted_tests` (205 lines): a notebook's test cells handed to the
+  trusted checker, one serving kernel cell each (grading's executor and ``check``'s cell
+  loop use it; it needs no part of nbgrader).
 - :mod:`~autograder.notebook_run` (69 lines): ``check``'s run of a
   notebook, cell by cell, the tests by the trusted checker.
 - :mod:`~autograder.nbgrader_settings` (111 lines): the course's

@@ -628,11 +628,10 @@ class Session:
 def setup_and_solution_cells(nb) -> list[str]:
     """The setup cells (locked instructor code) and solution cells of ``nb``, in order:
     what defines the graded functions (contract: each in its own solution cell)."""
-    from nbgrader.utils import is_grade, is_solution
-
     cells = nb.cells if nb is not None else []
-    return [c.source for c in cells if c.cell_type == "code" and (is_solution(c) or (
-        c.get("metadata", {}).get("nbgrader", {}).get("locked") and not is_grade(c)))]
+    return [c.source for c in cells if c.cell_type == "code" and (
+        (meta := c.get("metadata", {}).get("nbgrader", {})).get("solution")
+        or (meta.get("locked") and not meta.get("grade")))]
 
 
 # Seconds a kernel interrupted at the time limit has to end its cell before it is killed.
@@ -820,15 +819,17 @@ def setup_namespace(sources: list[str]) -> dict:
     return ns
 
 
+# nbgrader's hidden-test delimiters (ClearHiddenTests' defaults, which the course keeps),
+# found as nbgrader finds them: anywhere in a line.
+HIDDEN_TESTS_BEGIN, HIDDEN_TESTS_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+
+
 def segments(source: str) -> list[tuple[bool, str]]:
     """A test cell's source cut at nbgrader's hidden-test delimiters: (hidden, code) in
     order, each code padded with blank lines so its line numbers are the cell's."""
-    from nbgrader.preprocessors import ClearHiddenTests
-
-    marks = ClearHiddenTests()
     out, hidden, code, first = [], False, [], 0
     for n, line in enumerate(source.splitlines(keepends=True)):
-        delimiter = marks.end_test_delimeter if hidden else marks.begin_test_delimeter
+        delimiter = HIDDEN_TESTS_END if hidden else HIDDEN_TESTS_BEGIN
         if delimiter in line:
             if code:
                 out.append((hidden, "\n" * first + "".join(code)))

@@ -77,7 +77,7 @@ def start_kernel(cwd: Path, timeout: int = 60, preload: tuple[str, ...] = ()):
 
     class Client(NotebookClient):
         record: Execution
-        # What the trusted checker (autograder.nbgrader_plugins.TrustedTests) uses of the
+        # What the trusted checker (autograder.trusted_tests.TrustedTests) uses of the
         # notebook client that runs the kernel, as in grading: a serving cell it bounds
         # itself, the kernel's death, a cell run in the kernel.
         _checker_bounded = None

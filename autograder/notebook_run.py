@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.nbgrader_plugins import STOPPED, TrustedTests
+from autograder.trusted_tests import STOPPED, TrustedTests
 from autograder.notebook import start_kernel
 from autograder.verdicts import Execution, grade_id
 
@@ -19,7 +19,7 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
     """Run ``nb`` in place, cell by cell, in a fresh kernel started in ``cwd`` (or in
     ``started``, from :func:`autograder.notebook.start_kernel` with the same ``cwd`` and ``timeout``). With
     ``assignment``, its test cells (whole: visible and hidden parts) are run by the trusted
-    checker as grading runs them (:class:`autograder.nbgrader_plugins.TrustedTests`).
+    checker as grading runs them (:class:`autograder.trusted_tests.TrustedTests`).
 
     Errors are kept as outputs. A cell still running after ``timeout`` seconds is
     interrupted and recorded in ``Execution.timed_out``; when the kernel does not answer

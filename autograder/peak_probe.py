@@ -62,6 +62,7 @@ from autograder import memory
 from autograder.cgroups import LIMIT_BYTES, Cgroups, writable_hierarchy
 from autograder.config import SOLUTIONS
 from autograder.sandbox import bwrap, sandbox_error, system_binds
+from autograder.verdicts import nbgrader_meta
 
 MIB = 2**20
 MAX_HEADER = 64 * 2**10  # the probe's answer: one JSON line, then the rows it sends
@@ -211,20 +212,18 @@ def setup_cells(assignment: str) -> list[str]:
     """The setup cells (locked instructor code that is no test) of ``assignment``'s source
     notebook in ``solutions/``: the only code the probe runs before its baseline."""
     import nbformat
-    from nbgrader.utils import is_grade, is_solution
 
     nb = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
-    return [c.source for c in nb.cells if c.cell_type == "code" and not is_grade(c) and
-            not is_solution(c) and c.get("metadata", {}).get("nbgrader", {}).get("locked")]
+    return [c.source for c in nb.cells if c.cell_type == "code" and
+            (meta := nbgrader_meta(c)).get("locked") and not meta.get("grade")
+            and not meta.get("solution")]
 
 
 def solution_cells(nb) -> list[str]:
     """The solution cells of the notebook being graded, in order (where the contract puts
     the graded functions and their helpers; not the learner's other cells)."""
-    from nbgrader.utils import is_solution
-
     cells = nb.cells if nb is not None else []
-    return [c.source for c in cells if c.cell_type == "code" and is_solution(c)]
+    return [c.source for c in cells if c.cell_type == "code" and nbgrader_meta(c).get("solution")]
 
 
 def imported_modules(cells: list[str]) -> list[str]:

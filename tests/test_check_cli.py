@@ -319,3 +319,25 @@ def test_a_mistyped_name_suggests_the_notebooks_of_its_folder_never_a_checkpoint
     mine = f"exercises/{EX01}/{EX01}.ipynb"
     assert _suggest(folder / "nope.ipynb") == [mine]
     assert _suggest(folder / "ex01_pyton_attention.ipynb") == [mine]
+
+
+def test_check_runs_without_importing_nbgrader():
+    """``check`` runs the notebook and its trusted tests without nbgrader (issue 25: its
+    import is about a second of a check that should take one): the checker reads cells by
+    their metadata and finds the hidden-test delimiters itself, which are nbgrader's."""
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    from autograder import checker
+
+    marks = ClearHiddenTests()
+    assert (checker.HIDDEN_TESTS_BEGIN, checker.HIDDEN_TESTS_END) == (
+        marks.begin_test_delimeter, marks.end_test_delimeter)
+    code = ("import runpy, sys\n"
+            f"sys.argv = ['autograder', 'check', {str(SOLUTIONS / EX01 / (EX01 + '.ipynb'))!r}]\n"
+            "try:\n    runpy.run_module('autograder', run_name='__main__')\n"
+            "except SystemExit as stop:\n    code = stop.code\n"
+            "print('exit', code, 'nbgrader', sorted(m for m in sys.modules"
+            " if m.split('.')[0] == 'nbgrader')[:3])\n")
+    proc = run([sys.executable, "-c", code])
+    assert "12 passed, 0 failed, 0 pending" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "exit 0 nbgrader []", proc.stdout[-500:]

@@ -18,7 +18,7 @@ from autograder.grading.record import NOTE, combine, fill  # noqa: F401 - combin
 from autograder.grading.results import Row, Status
 from autograder.grading.submission import Submission, prevalidate, read_timestamp
 from autograder.grading.times import for_nbgrader, submission_time
-from autograder.nbgrader_plugins import STOPPED
+from autograder.trusted_tests import STOPPED
 from autograder.notebook import nbgrader_meta
 from autograder.sandbox import PROFILE
 

@@ -1,0 +1,205 @@
+"""The test cells of a notebook graded by the trusted checker, on the notebook's side.
+
+:class:`TrustedTests` is what nbgrader's executor (``nbgrader_plugins.ResilientExecute``,
+in grading) and ``check``'s cell loop (:mod:`autograder.notebook_run`) hand each test cell
+to: one kernel cell serves the checker (:mod:`autograder.checker`), which runs the whole
+test against the learner's names through plain data; its verdict alone sets the cell's
+error output. It needs no part of nbgrader (a notebook's cells are read by their nbgrader
+metadata), so ``check`` runs without importing nbgrader.
+
+:data:`STOPPED` is what the grader saw stop the last notebook's cells (a cell it
+interrupted after the time limit, the cell the kernel died in).
+"""
+
+from __future__ import annotations
+
+import builtins
+import signal
+
+import nbformat
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+from autograder import checker, probe
+from autograder.kernel_client import SERVING
+
+IOPUB_LATE = ("\n[output cut: the rest of this cell's output had not arrived {s} s after "
+              "the cell ended; it is not kept]\n")
+
+
+class TrustedTests:
+    """The test cells of one notebook graded by the trusted checker (:mod:`autograder.checker`).
+
+    The checker runs each test cell whole, hidden part included, against the learner's
+    names through plain data, while one kernel cell serves it (the visible parts' prints
+    and the learner's output during them are the display); its verdict alone sets the
+    cell's points: an error output when it
+    failed, none when it passed. The setup cells (locked instructor code) run in the
+    checker too. A broken protocol is ``TamperingDetected`` for this and every later test.
+    """
+
+    def __init__(self, executor, nb, assignment: str = ""):
+        self.executor, self.checker, self.nb = executor, checker, nb
+        self.assignment = assignment
+        self.setup_sources: list[str] = []
+        self.setup: dict | None = None
+        self.session = None
+        self.folder = None
+        self.broken = ""  # what broke the protocol, once it has
+        # Whether a hidden part has run (its inputs were sent to the kernel): from then on
+        # no output of the kernel's is kept outside a test cell's visible display.
+        self.hidden_sent = False
+        # Grading hides those outputs from the feedback; a learner's own check keeps them
+        # (nothing is hidden from a learner who has the hidden tests on their machine).
+        self.hide_after_hidden = True
+
+    def _session(self):
+        if self.session is None:
+            km = self.executor.km
+            self.folder, self._made = self.checker.exchange_folder(km)
+            self.session = self.checker.Session(self._rpc, self.folder, self.nb,
+                                                timeout=self.executor.timeout or 60,
+                                                run_without_libraries=probe.run)
+            self.session.km = km
+            self.session.interrupt = lambda: _signal(km, signal.SIGINT)
+            self.session.kill = lambda: _signal(km, signal.SIGKILL)
+        return self.session
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        if self.folder is not None and self._made:
+            self.checker.remove_folder(self.folder)
+
+    def preprocess_cell(self, cell, resources, index):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        ex = self.executor
+        if meta.get("grade") and not meta.get("solution"):
+            return self._test_cell(cell, resources, index)
+        if meta.get("locked") and not meta.get("solution"):
+            self.setup_sources.append(cell.source)
+        cell, resources = ex._execute_in_kernel(cell, resources, index)
+        if self.hidden_sent and self.hide_after_hidden and cell.cell_type == "code" and \
+                cell.get("outputs"):
+            cell.outputs = [nbformat.v4.new_output(
+                "stream", name="stdout", text="(this cell's output is not shown: it ran after "
+                "hidden tests sent their inputs to your code)\n")] + [
+                _error(_builtin_name(o.get("ename")), "(its message is not shown either)")
+                for o in cell.outputs if o.get("output_type") == "error"]
+        return cell, resources
+
+    def _test_cell(self, cell, resources, index):
+        """One kernel cell serves the checker, which runs the whole test; the verdict alone
+        sets the cell's error output, the visible parts' prints its display."""
+        ex = self.executor
+        if self.broken:  # the protocol is broken: nothing more is asked of the kernel
+            cell.outputs = [_error(TAMPERING_ERROR, self.broken)]
+            return cell, resources
+        self._cell, self._index, self._outputs = cell, index, []
+        verdict = self._verdict(cell)
+        if ex._dead:
+            return cell, resources
+        marks = self.session.marks if self.session is not None else []
+        self.hidden_sent = self.hidden_sent or any(m[0] == "hidden" for m in marks)
+        cell.outputs = _shown(self._outputs, marks) + ([_error(*verdict)] if verdict else [])
+        ex.nb["cells"][index] = cell  # nbclient put the serving cell in its place
+        return cell, resources
+
+    def _rpc(self, code: str) -> None:
+        ex, cell = self.executor, self._cell
+        call = self.checker.new_cell_like(cell, code)
+        ex._checker_bounded = call  # no limit from nbclient: the checker's (Session.serving)
+        try:
+            ex.execute_cell(call, self._index, store_history=False)
+        except CellTimeoutError as exc:  # output still arriving after the cell ended
+            if "IOPub" not in str(exc):
+                raise
+            call.outputs.append(nbformat.v4.new_output(
+                "stream", name="stdout", text=IOPUB_LATE.format(s=ex.iopub_timeout)))
+        except DeadKernelError:
+            ex._dead = True
+            STOPPED.append(("DeadKernelError", _where(cell)))
+            cell.outputs = call.outputs + [ex._death_output(cell, "this test")]
+            raise self.checker.CheckStopped("the kernel died while the checker ran this "
+                                            "test") from None
+        finally:
+            self._outputs = call.outputs
+            ex._checker_bounded = None
+
+    def _verdict(self, cell):
+        try:
+            session = self._session()
+            if self.setup is None:
+                self.setup = self.checker.setup_namespace(self.setup_sources)
+                self.setup.update(self.checker.built_functions(self.assignment, session))
+            return self.checker.run_test(session, cell.source, self.setup, _where(cell))
+        except self.checker.ProtocolError as exc:
+            self.broken = f"the kernel broke the checker's protocol in {_where(cell)}: {exc}"
+            return TAMPERING_ERROR, self.broken
+        except self.checker.TimeLimit as exc:
+            STOPPED.append(("CellTimeoutError", _where(cell)))
+            return "CellTimeoutError", str(exc)
+        except self.checker.CheckStopped as exc:
+            if self.executor._dead:
+                return "DeadKernelError", str(exc)
+            return "CellTimeoutError" if "time limit" in str(exc) else "CheckStopped", str(exc)
+
+
+def _builtin_name(ename) -> str:
+    """An exception's name when it is one of Python's own (MemoryError says what stopped
+    a cell), else ``Exception``: a learner's own class name can carry anything."""
+
+    kind = getattr(builtins, str(ename), None)
+    return str(ename) if isinstance(kind, type) and issubclass(kind, BaseException) else \
+        "Exception"
+
+
+def _signal(km, signum: int) -> None:
+    """Send ``signum`` to the learner's kernel (inside its sandbox when it has one)."""
+    send = getattr(km, "signal_now", None)  # the sandbox's (jupyter_client's own is async)
+    if callable(send):
+        send(signum)
+        return
+    proc = getattr(getattr(km, "provisioner", None), "process", None)
+    if proc is not None:
+        try:
+            proc.send_signal(signum)
+        except OSError:
+            pass
+
+
+def _shown(outputs, marks: list[tuple[str, str]]) -> list:
+    """A test cell's display: the stdout and displays of the serving cell outside the
+    hidden parts (:func:`autograder.kernel_client._mark`): what the visible code printed
+    and what the learner's code printed when it called it. Errors and results are not the
+    verdict. The markers must be the checker's ``marks``, in order: otherwise (a marker
+    forged, replayed or suppressed by the learner's code) nothing is shown."""
+    shown, hidden, seen = [], False, []
+    for o in outputs:
+        if o.get("output_type") == "display_data" and SERVING in o.get("metadata", {}):
+            mark = o["metadata"][SERVING]
+            seen.append((mark.get("phase"), mark.get("token")) if isinstance(mark, dict) else None)
+            hidden = seen[-1] is None or seen[-1][0] != "visible"
+            continue
+        if not hidden and (o.get("output_type") == "display_data" or (
+                o.get("output_type") == "stream" and o.get("name") == "stdout")):
+            shown.append(o)
+    return shown if seen == list(marks) else []
+
+
+TAMPERING_ERROR = "TamperingDetected"
+
+
+# What the grader saw stop the last notebook's cells, (error name, cell): a cell it
+# interrupted after the time limit, the cell the kernel died in. The status comes from here,
+# not from the outputs' error names, which a learner's own exception can take.
+STOPPED: list[tuple[str, str]] = []
+
+
+def _where(cell) -> str:
+    return (cell or {}).get("metadata", {}).get("nbgrader", {}).get("grade_id") or \
+        "a cell of your own"
+
+
+def _error(ename: str, evalue: str):
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue,
+                                  traceback=[f"{ename}: {evalue}"])
