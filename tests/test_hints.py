@@ -66,3 +66,40 @@ def test_a_compile_error_out_of_a_hidden_part_keeps_its_message(tmp_path):
         "types (error[E0308])")
     kind, message = run_test(session, code, {"f": leaky}, "t")
     assert kind == "ValueError" and "HIDDEN" not in message
+
+
+# -- the notebooks' wrong implementations, run by the checks ----------------------------
+
+
+def _variant(assignment: str, name: str, cell: str, namespace: dict | None = None):
+    """The function of cell ``cell`` of variant ``name``, defined in ``namespace`` (plus
+    the notebook's usual imports)."""
+    import math
+
+    import numpy as np
+    from submissions import parse_variant, variants
+
+    cells, _ = parse_variant(variants(assignment)[name])
+    ns = {"math": math, "np": np, **(namespace or {})}
+    exec(compile(cells[cell], f"<{name}>", "exec"), ns)
+    return ns[cell]
+
+
+def _failure(check, *args, hidden: bool = True, **kwargs) -> str:
+    with testing.hidden_part(hidden):
+        with pytest.raises(testing.CheckFailed) as failed:
+            check(*args, **kwargs)
+    return str(failed.value)
+
+
+def test_ex01_softmax_over_the_queries_is_named_where_t_q_is_1():
+    """The hidden case of test_attention_rectangular with one query: a softmax over the
+    single query gives every key weight 1, the output the sum of the values."""
+    from autograder.checks import ex01
+    from autograder.reference.python_attention import softmax
+
+    wrong = _variant("ex01_python_attention", "attention_softmax_over_queries",
+                     "scaled_dot_product_attention", {"softmax": softmax})
+    message = _failure(ex01.attention_rectangular, wrong)
+    assert "T_q = 1" in message and "Hint: your output matches attention with each " \
+        "softmax taken over the queries" in message and "the sum of the values" in message
