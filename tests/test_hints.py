@@ -103,3 +103,35 @@ def test_ex01_softmax_over_the_queries_is_named_where_t_q_is_1():
     message = _failure(ex01.attention_rectangular, wrong)
     assert "T_q = 1" in message and "Hint: your output matches attention with each " \
         "softmax taken over the queries" in message and "the sum of the values" in message
+
+
+def _visible_failure(assignment: str, test: str, namespace: dict) -> str:
+    """The failure of the visible parts of the solution notebook's test cell ``test`` run
+    with ``namespace`` (the learner's names), as the checker runs them."""
+    import nbformat
+
+    from autograder.checker import segments
+    from autograder.config import SOLUTIONS
+    from autograder.notebook import nbgrader_meta
+
+    nb = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
+    source = next(c.source for c in nb.cells if nbgrader_meta(c).get("grade_id") == test)
+    with pytest.raises(testing.CheckFailed) as failed:
+        for hidden, code in segments(source):
+            if not hidden:
+                exec(compile(code, f"<{test}>", "exec"), namespace)
+    return str(failed.value)
+
+
+def test_ex08_softmax_without_the_max_is_named_on_the_visible_stable_row():
+    """Rust's f64 exp(1000) is inf and inf / inf NaN: the visible row names the mistake."""
+    import math
+
+    def softmax(row):  # what the Rust softmax without the max subtraction returns
+        exps = [math.exp(x) if x < 700 else math.inf for x in row]
+        return [e / sum(exps) for e in exps]
+
+    message = _visible_failure("ex08_rust_attention", "test_softmax_stable",
+                               {"softmax": softmax, "math": math})
+    assert message.startswith("softmax([1000, 1001]): got nan at index (0,)")
+    assert "Hint: some weights are NaN or infinite: subtract the row's maximum" in message
