@@ -135,3 +135,28 @@ def test_ex08_softmax_without_the_max_is_named_on_the_visible_stable_row():
                                {"softmax": softmax, "math": math})
     assert message.startswith("softmax([1000, 1001]): got nan at index (0,)")
     assert "Hint: some weights are NaN or infinite: subtract the row's maximum" in message
+
+
+@pytest.mark.parametrize("variant,words", [
+    ("no_rescaling_of_accumulator", "the accumulator not rescaled"),
+    ("no_rescaling_of_running_sum", "the running sum l (the normaliser) not rescaled"),
+    ("no_rescaling_at_all", "neither the accumulator nor the running sum l rescaled"),
+])
+def test_ex06_the_rescale_left_out_is_named_on_visible_and_hidden_rows(variant, words):
+    """Each form of the missing exp(m_old - m_new) rescale, on the visible worked example
+    and dense comparisons, and on the hidden cases of the checks."""
+    import numpy as np
+
+    from autograder.checks import ex06
+
+    wrong = _variant("ex06_tiled_attention", variant, "tiled_attention")
+    hint = f"Hint: your output matches tiled attention with {words}"
+    names = {"tiled_attention": wrong, "np": np, "dense_attention": ex06.dense_attention}
+    for test in ("test_worked_example", "test_matches_dense", "test_any_block_size",
+                 "test_rectangular", "test_causal"):
+        assert hint in _visible_failure("ex06_tiled_attention", test, dict(names)), test
+    for check in (ex06.matches_dense, ex06.rectangular, ex06.causal_rectangular,
+                  ex06.stable_large_scores):
+        assert hint in _failure(check, wrong), check.__name__
+    # the measured call of the memory tests (in this process here)
+    assert hint in _failure(ex06.peak_memory, wrong, is_causal=False, T=512)
