@@ -48,6 +48,36 @@ def weights_hint(weights) -> str:
     return ""
 
 
+MASK_INVERTED = ("the mask's meaning inverted: True means the query MAY attend to the key, "
+                 "so the score becomes -inf where the mask is False")
+
+
+def mask_hint(weights, mask) -> str:
+    """Whether attention weights (..., T_q, T_k) look as if the boolean ``mask`` (True = may
+    attend, broadcastable to them) were read the other way round: in every query row with a
+    False entry, the weights are 0 where the mask is True and sum to 1 where it is False
+    (rows whose keys are all allowed are not looked at: their inverted weights may be 0 or
+    NaN). '' otherwise, or when the mask has no False entry."""
+    try:
+        w = np.asarray(weights, dtype=np.float64)
+        m = np.broadcast_to(np.asarray(mask, dtype=bool), w.shape)
+    except (TypeError, ValueError):
+        return ""
+    if w.ndim < 2 or w.size == 0:
+        return ""
+    rows = (~m).any(axis=-1)
+    if not rows.any():
+        return ""
+    w, m = w[rows], m[rows]
+    if not np.isfinite(w).all():
+        return ""
+    on_true = np.where(m, w, 0.0)
+    on_false = np.where(m, 0.0, w).sum(axis=-1)
+    if np.all(on_true == 0.0) and np.allclose(on_false, 1.0, atol=1e-5):
+        return f"your weights match attention with {MASK_INVERTED}"
+    return ""
+
+
 def attention_hint(got, Q, K, V, mask=None, d_model: int | None = None) -> str:
     """Which common mistake the attention output ``got`` matches, for inputs Q, K, V.
 

@@ -160,3 +160,28 @@ def test_ex06_the_rescale_left_out_is_named_on_visible_and_hidden_rows(variant, 
         assert hint in _failure(check, wrong), check.__name__
     # the measured call of the memory tests (in this process here)
     assert hint in _failure(ex06.peak_memory, wrong, is_causal=False, T=512)
+
+
+def test_ex02_an_inverted_mask_is_named_on_the_visible_rows():
+    """The visible rows of test_attention_mask, test_attention_causal and
+    test_attention_fully_masked name the mask read the other way round; the right
+    implementation gets no such hint."""
+    import numpy as np
+
+    from autograder import diagnose
+    from autograder.reference.numpy_attention import scaled_dot_product_attention, softmax
+
+    wrong = _variant("ex02_numpy_attention", "attention_inverted_mask",
+                     "scaled_dot_product_attention", {"softmax": softmax})
+    Q3 = np.array([[0.0, 0.0, 0.0, 0.0], [0.3, 0.3, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0]])
+    K3 = np.array([[-1.0, -1.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]])
+    V3 = np.array([[10.0, 1.0], [20.0, 2.0], [30.0, 3.0]])
+    names = {"np": np, "Q3": Q3, "K3": K3, "V3": V3, "scaled_dot_product_attention": wrong}
+    hint = "Hint: your weights match attention with the mask's meaning inverted"
+    for test in ("test_attention_mask", "test_attention_causal", "test_attention_fully_masked"):
+        assert hint in _visible_failure("ex02_numpy_attention", test, dict(names)), test
+    for mask in (np.array([[True, True, False]] * 3), np.tri(3, dtype=bool),
+                 np.array([[False, False, False], [True, True, True], [True, False, True]])):
+        _, right = scaled_dot_product_attention(Q3, K3, V3, mask)
+        assert diagnose.mask_hint(right, mask) == ""
+        assert diagnose.mask_hint(wrong(Q3, K3, V3, mask)[1], mask) != ""
