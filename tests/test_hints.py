@@ -185,3 +185,28 @@ def test_ex02_an_inverted_mask_is_named_on_the_visible_rows():
         _, right = scaled_dot_product_attention(Q3, K3, V3, mask)
         assert diagnose.mask_hint(right, mask) == ""
         assert diagnose.mask_hint(wrong(Q3, K3, V3, mask)[1], mask) != ""
+
+
+@pytest.mark.parametrize("variant,words", [
+    ("mha_split_only_without_transpose", "the heads split by reshaping"),
+    ("mha_split_without_transpose", "the heads split and merged by reshaping"),
+])
+def test_ex05_heads_split_without_the_transpose_is_named_on_the_causal_and_permutation_rows(
+        variant, words):
+    """The future leaks into the past and permuting the tokens breaks: both rows name the
+    split without the transpose, visible (ex05.mha_hint) and hidden."""
+    torch = pytest.importorskip("torch")
+    from autograder.checks import ex05
+    from autograder.reference.torch_attention import scaled_dot_product_attention
+
+    cls = _variant("ex05_torch_attention", variant, "MultiHeadAttention",
+                   {"torch": torch, "nn": torch.nn,
+                    "scaled_dot_product_attention": scaled_dot_product_attention})
+    hint = f"Hint: your output matches multi-head attention with {words}"
+    assert hint in _failure(ex05.mha_permutation_equivariant, cls)
+    assert hint in _failure(ex05.mha_is_causal, cls)
+    torch.manual_seed(0)
+    mha, x = cls(8, 2), torch.randn(2, 5, 8)
+    with torch.no_grad():
+        out = mha(x, is_causal=True)
+    assert ex05.mha_hint(mha, out, x, is_causal=True).startswith(hint[len("Hint: "):])
