@@ -868,10 +868,12 @@ def run_test(session: Session, source: str, setup: dict, where: str) -> tuple[st
             raise
         except BaseException as exc:  # noqa: BLE001 - the verdict of a failing check
             if state["hidden"] and not (isinstance(exc, AssertionError)
-                                        and type(exc).__module__ != "learner"):
+                                        and type(exc).__module__ != "learner") \
+                    and not testing.course_raised(exc):
                 # Not a check's verdict (CheckFailed, whose messages show no hidden value)
                 # but an exception out of the learner's code or of comparing its result: its
-                # message and class name can carry the hidden inputs.
+                # message and class name can carry the hidden inputs. A Rust compile error
+                # (rustc on the learner's own cells, raised by the grader) keeps both.
                 return testing.error_kind(exc), ("raised in a hidden part of the test (its "
                                                  "message is not shown)")
             message = str(exc)[:4000]

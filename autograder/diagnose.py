@@ -48,6 +48,36 @@ def weights_hint(weights) -> str:
     return ""
 
 
+MASK_INVERTED = ("the mask's meaning inverted: True means the query MAY attend to the key, "
+                 "so the score becomes -inf where the mask is False")
+
+
+def mask_hint(weights, mask) -> str:
+    """Whether attention weights (..., T_q, T_k) look as if the boolean ``mask`` (True = may
+    attend, broadcastable to them) were read the other way round: in every query row with a
+    False entry, the weights are 0 where the mask is True and sum to 1 where it is False
+    (rows whose keys are all allowed are not looked at: their inverted weights may be 0 or
+    NaN). '' otherwise, or when the mask has no False entry."""
+    try:
+        w = np.asarray(weights, dtype=np.float64)
+        m = np.broadcast_to(np.asarray(mask, dtype=bool), w.shape)
+    except (TypeError, ValueError):
+        return ""
+    if w.ndim < 2 or w.size == 0:
+        return ""
+    rows = (~m).any(axis=-1)
+    if not rows.any():
+        return ""
+    w, m = w[rows], m[rows]
+    if not np.isfinite(w).all():
+        return ""
+    on_true = np.where(m, w, 0.0)
+    on_false = np.where(m, 0.0, w).sum(axis=-1)
+    if np.all(on_true == 0.0) and np.allclose(on_false, 1.0, atol=1e-5):
+        return f"your weights match attention with {MASK_INVERTED}"
+    return ""
+
+
 def attention_hint(got, Q, K, V, mask=None, d_model: int | None = None) -> str:
     """Which common mistake the attention output ``got`` matches, for inputs Q, K, V.
 
@@ -99,10 +129,10 @@ def attention_hint(got, Q, K, V, mask=None, d_model: int | None = None) -> str:
 
 
 def _online(Q, K, V, block_size: int, is_causal: bool, rescale_acc: bool = True,
-            start: float = -np.inf) -> np.ndarray:
+            start: float = -np.inf, rescale_l: bool = True) -> np.ndarray:
     """Tiled attention with the online softmax (top-left causal mask); without
-    ``rescale_acc`` the accumulator is not rescaled when the running maximum grows;
-    ``start``: the running maximum's first value."""
+    ``rescale_acc`` the accumulator, without ``rescale_l`` the running sum l, is not
+    rescaled when the running maximum grows; ``start``: the running maximum's first value."""
     T_q, T_k, d_v = Q.shape[0], K.shape[0], V.shape[1]
     m, l, acc = np.full(T_q, start), np.zeros(T_q), np.zeros((T_q, d_v))
     with np.errstate(all="ignore"):
@@ -115,7 +145,7 @@ def _online(Q, K, V, block_size: int, is_causal: bool, rescale_acc: bool = True,
             safe = np.where(np.isfinite(m_new), m_new, 0.0)
             alpha = np.exp(m - safe)
             P = np.exp(S - safe[:, None])
-            l = alpha * l + P.sum(axis=1)
+            l = (alpha * l if rescale_l else l) + P.sum(axis=1)
             acc = (alpha[:, None] * acc if rescale_acc else acc) + P @ V[start:stop]
             m = m_new
     out = np.zeros((T_q, d_v))
@@ -127,8 +157,9 @@ def tiled_attention_hint(got, Q, K, V, block_size: int, is_causal: bool) -> str:
     """Which usual mistake of tiled attention (ex06) the output ``got`` matches, for Q
     (T_q, d_k), K (T_k, d_k), V (T_k, d_v) in float64, key blocks of ``block_size``.
 
-    Tries, where the inputs can show them: the accumulator not rescaled when the running
-    maximum grows; the last partial key block skipped; a causal mask comparing the query
+    Tries, where the inputs can show them: the accumulator, the running sum l, or both not
+    rescaled by exp(m_old - m_new) when the running maximum grows; the last partial key
+    block skipped; a causal mask comparing the query
     with the key's index inside its block, or aligned bottom-right; then names NaN."""
     Q, K, V = (np.asarray(x, dtype=np.float64) for x in (Q, K, V))
     T_q, T_k = Q.shape[0], K.shape[0]
@@ -148,6 +179,15 @@ def tiled_attention_hint(got, Q, K, V, block_size: int, is_causal: bool) -> str:
         candidates.append((lambda: _online(Q, K, V, block_size, is_causal, rescale_acc=False),
                            "the accumulator not rescaled when the running maximum grows: "
                            "acc must be multiplied by exp(m_old - m_new), as the normaliser is"))
+        candidates.append((lambda: _online(Q, K, V, block_size, is_causal, rescale_l=False),
+                           "the running sum l (the normaliser) not rescaled when the running "
+                           "maximum grows: l must be multiplied by exp(m_old - m_new), as the "
+                           "accumulator is"))
+        candidates.append((lambda: _online(Q, K, V, block_size, is_causal, rescale_acc=False,
+                                           rescale_l=False),
+                           "neither the accumulator nor the running sum l rescaled when the "
+                           "running maximum grows: multiply both by exp(m_old - m_new) before "
+                           "adding the new block"))
     if T_k % block_size and T_k > block_size:
         candidates.append((lambda: dense(top_left, T_k - T_k % block_size),
                            f"the last partial block of keys skipped: T_k = {T_k} keys in "

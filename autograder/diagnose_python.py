@@ -69,7 +69,8 @@ def attention_hint(got: Matrix, Q: Matrix, K: Matrix, V: Matrix) -> str:
     d_k), K (T_k x d_k) and V (T_k x d_v) given as lists of rows of floats.
 
     Tries: no scale, scores divided by d_k, the scale 1/sqrt(d_v) (when d_v != d_k), the
-    softmax over the queries instead of the keys (when T_q > 1); then names NaN or infinite
+    softmax over the queries instead of the keys (with T_q = 1 every weight is then 1);
+    then names NaN or infinite
     entries (the max not subtracted). Returns '' when none matches or ``got`` is not a
     matrix of numbers.
     """
@@ -87,10 +88,13 @@ def attention_hint(got: Matrix, Q: Matrix, K: Matrix, V: Matrix) -> str:
         candidates.append((lambda: _attend(Q, K, V, 1.0 / math.sqrt(d_v), False),
                            "with the scale 1/sqrt(d_v) instead of 1/sqrt(d_k): d_k is the "
                            "width of the queries and keys, len(Q[0]), not of the values"))
-    if len(Q) > 1:
-        candidates.append((lambda: _attend(Q, K, V, 1.0 / math.sqrt(d_k), True),
-                           "with each softmax taken over the queries (a column of scores) "
-                           "instead of over the keys (a query's row of scores)"))
+    # With one query each column's softmax is over that query alone: a weight of 1 for
+    # every key, so the output is the sum of the values.
+    one = (": with one query every weight is then 1 and the output is the sum of the "
+           "values") if len(Q) == 1 else ""
+    candidates.append((lambda: _attend(Q, K, V, 1.0 / math.sqrt(d_k), True),
+                       "with each softmax taken over the queries (a column of scores) "
+                       f"instead of over the keys (a query's row of scores){one}"))
     for make, words in candidates:
         try:
             if _matches(rows, make()):

@@ -99,13 +99,26 @@ def error_kind(exc: BaseException | None = None, *, kinds: list | tuple = ()) ->
     return "Exception"
 
 
+def course_raised(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is an error the course's own glue raised about the learner's code,
+    not one out of the learner's code: a Rust compile error
+    (:class:`autograder.rust.RustCompileError`, the class itself, raised in this process:
+    rustc's messages about the learner's own cells, which carry no hidden input). It keeps
+    its name and message in a hidden case too, so that every test that needs the cells says
+    they do not compile. A learner's exception that the checker stands in for is a class of
+    the module ``learner``, never this one."""
+    rust = sys.modules.get("autograder.rust")  # not loaded: nothing raised one
+    compile_error = getattr(rust, "RustCompileError", None)
+    return exc is not None and compile_error is not None and type(exc) is compile_error
+
+
 def raised(exc: BaseException | None = None, *, name: str = "", message: str = "",
            kinds: list | tuple = ()) -> str:
     """How an exception of the learner's code is named in a failure: ``ValueError: its
     message`` in a visible case, ``ValueError`` alone in a hidden one (:func:`error_kind`;
     the message and the class's own name can carry hidden inputs). ``exc``, or one reported
     as data (``name``, ``message``, ``kinds``: a probe's report)."""
-    if in_hidden_part():
+    if in_hidden_part() and not course_raised(exc):
         return f"{error_kind(exc, kinds=kinds)} (a hidden case: its message is not shown)"
     if exc is not None:
         name, message = type(exc).__name__, str(exc)

@@ -261,7 +261,8 @@ def attention_keeps_dtype(attention: Callable, seed: int = 10) -> None:
             for name, a in (("output", out), ("weights", w)):
                 if a.dtype != dtype:
                     fail(f"{what}: {name} should be {np.dtype(dtype).name}, got {a.dtype}")
-            assert_close(out, exp_out, f"{what}: output", rtol=1e-5, atol=1e-6)
+            with explain(lambda: "" if mask is None else diagnose.mask_hint(w, mask)):
+                assert_close(out, exp_out, f"{what}: output", rtol=1e-5, atol=1e-6)
 
 
 def attention_is_stable(attention: Callable, seed: int = 11) -> None:

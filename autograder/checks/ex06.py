@@ -260,8 +260,13 @@ def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,
         got = np.asarray(got).view(np.ndarray)
     error = _largest_error(got, Q, K, V, is_causal)
     if not error <= ATOL:
-        fail(f"{what}: the output of the measured call differs from dense attention "
-             f"(largest error {error:.3g}, allowed {ATOL:g})")
+        # The usual mistakes, told on the first 128 queries (each query's row is its own).
+        first = min(T, 128)
+        with explain(lambda: diagnose.tiled_attention_hint(
+                np.asarray(got, dtype=np.float64)[:first], Q[:first], K, V, block_size,
+                is_causal)):
+            fail(f"{what}: the output of the measured call differs from dense attention "
+                 f"(largest error {error:.3g}, allowed {ATOL:g})")
     if kernel is not None:
         differs = _largest_difference(got, kernel)
         if not differs <= ATOL:

@@ -227,7 +227,10 @@ def mha_is_causal(cls, seed: int = 13) -> None:
             what = f"causal self-attention on {device} after changing the tokens after position {t}"
             out = _forward(mine, x2, is_causal=True, what=what, shape=(2, 6, d), device=device)
             if not np.allclose(_np(out)[:, : t + 1], _np(base)[:, : t + 1], rtol=1e-12, atol=1e-12):
-                fail(f"{what}: outputs at positions 0..{t} changed, so the future leaks into the past")
+                with explain(lambda: diagnose.multi_head_hint(oracle, out, x2, is_causal=True,
+                                                              num_heads=h)):
+                    fail(f"{what}: outputs at positions 0..{t} changed, so the future leaks "
+                         "into the past")
 
 
 def mha_key_value_default(cls, seed: int = 14) -> None:
@@ -275,15 +278,18 @@ def mha_permutation_equivariant(cls, seed: int = 16) -> None:
     """Permuting the tokens of self-attention permutes its output the same way."""
     own_attention(cls, "mha")
     d, h, L = 12, 3, 7
-    mine, _, _ = _pair(cls, d, h, True, "cpu", seed)
+    mine, _, oracle = _pair(cls, d, h, True, "cpu", seed)
     gen = torch.Generator().manual_seed(seed)
     x = _randn(gen, 2, L, d)
     perm = torch.randperm(L, generator=gen)
     out = _forward(mine, x, what="self-attention", shape=(2, L, d), device="cpu")
     out_p = _forward(mine, x[:, perm], what="self-attention of permuted tokens", shape=(2, L, d),
                      device="cpu")
-    assert_close(_np(out_p), _np(out[:, perm]), "self-attention of permuted tokens against the "
-                 "permuted output", rtol=1e-9, atol=1e-10)
+    # the usual mistake (such as heads split without the transpose), with the module's weights
+    with explain(lambda: diagnose.multi_head_hint(oracle, out, x, num_heads=h)
+                 or diagnose.multi_head_hint(oracle, out_p, x[:, perm], num_heads=h)):
+        assert_close(_np(out_p), _np(out[:, perm]), "self-attention of permuted tokens against "
+                     "the permuted output", rtol=1e-9, atol=1e-10)
 
 
 # torch's modules that compute attention (what a learner's module may not hold).

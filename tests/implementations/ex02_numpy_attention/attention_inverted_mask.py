@@ -2,6 +2,7 @@
 
 fails: test_attention_mask, test_attention_causal, test_attention_mask_far_scores, test_attention_fully_masked, test_attention_dtype
 hint: True means
+hint: key 2 is masked (False), so its weight must be exactly 0. Hint: your weights match attention with the mask's meaning inverted
 """
 # %% scaled_dot_product_attention
 def scaled_dot_product_attention(Q, K, V, mask=None):

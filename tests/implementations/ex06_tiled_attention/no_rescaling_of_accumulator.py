@@ -2,6 +2,7 @@
 
 fails: test_worked_example, test_matches_dense, test_any_block_size, test_rectangular, test_causal, test_causal_rectangular, test_stable_large_scores, test_peak_memory, test_peak_memory_causal
 hint: the accumulator not rescaled when the running maximum grows
+hint: got [[20.0, 2.0], [26.205109, 2.620511], [30.388823, 3.038882]]. Hint: your output matches tiled attention with the accumulator not rescaled
 """
 # %% tiled_attention
 import numpy as np

@@ -2,6 +2,7 @@
 
 fails: test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable
 hint: softmax taken over the queries
+hint: with one query every weight is then 1 and the output is the sum of the values
 """
 # %% scaled_dot_product_attention
 %%rust

@@ -3,6 +3,7 @@ needed), so neither function exists: every Rust test scores 0, the knowledge che
 their points, and the rest of the class is graded as usual.
 
 fails: test_softmax_known_values, test_softmax_stable, test_softmax_empty, test_attention_worked_example, test_attention_matches_reference, test_attention_rectangular, test_attention_stable, test_attention_bad_input, test_safe_std_only
+hint: softmax([0, 1]): raised RustCompileError: your %%rust cells do not compile
 """
 # %% softmax
 %%rust
