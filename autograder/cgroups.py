@@ -18,6 +18,24 @@ from pathlib import Path
 LIMIT_BYTES = 4 * 2**30
 
 
+def kill_until_empty(pids, seconds: float = 10.0) -> bool:
+    """SIGKILL every process ``pids()`` lists (a cgroup's members), again and again until
+    it lists none (a forking process adds members) or ``seconds`` pass; True when none is
+    left. A process that is already gone is no error."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = pids()
+        if not left:
+            return True
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)
+    return not pids()
+
+
 @dataclass
 class _Hierarchy:
     """Where this process may make memory cgroups: cgroup ``version`` 1 or 2, under
@@ -215,17 +233,7 @@ class Cgroups:
     def kill_all(self) -> None:
         """SIGKILL to every process still in the probe's cgroups (the probe's own: nothing
         else is ever put there), until none is left (at most 10 s)."""
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            pids = self.pids(self.setup) + self.pids(self.call)
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.01)
+        kill_until_empty(lambda: self.pids(self.setup) + self.pids(self.call))
 
     def close(self) -> None:
         """Remove the cgroups (their processes killed first)."""

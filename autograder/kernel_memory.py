@@ -29,11 +29,10 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import threading
 import time
 
-from autograder.cgroups import writable_hierarchy
+from autograder.cgroups import kill_until_empty, writable_hierarchy
 
 MIB = 2**20
 WATCH_INTERVAL = 0.05
@@ -118,17 +117,7 @@ class KernelCgroup:
         if not self.path.is_dir():
             return
         self.read_oom_kills()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            pids = self.pids()
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.01)
+        kill_until_empty(self.pids)
         for _ in range(200):  # an exiting process leaves its cgroup a moment later
             try:
                 os.rmdir(self.path)
