@@ -12,8 +12,9 @@ sums are rescaled by exp(m - m') (the online softmax of Milakov & Gimelshein 201
 for attention is Rabe & Staats 2021 and, fused on a GPU, FlashAttention, Dao et al. 2022).
 The output is acc / l.
 
-The largest temporaries are (T_q, block_size) arrays, so the memory is O(T_q (block_size +
-d_v)) instead of O(T_q T_k).
+The largest temporaries are (T_q, block_size) arrays, with the scaled copy of Q (T_q, d_k)
+and the accumulator (T_q, d_v), so the memory is O(T_q (block_size + d_k + d_v)) instead of
+O(T_q T_k).
 """
 
 from __future__ import annotations
