@@ -78,6 +78,31 @@ def test_check_passes_on_solution(assignment):
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_a_correct_learner_notebook_earns_every_point_with_none_pending(assignment, tmp_path):
+    """Issue 27's must-show: the released notebook with correct answers (as a learner holds
+    it, no hidden test in it) checked in the open repository: every test PASS, every
+    autograded point earned, nothing pending but the written answers the instructor grades."""
+    nb = filled_notebook(assignment)
+    for cell in nb.cells:  # a written answer, filled in as a learner would
+        if is_manual_cell(cell) and cell.cell_type == "markdown":
+            cell.source = "My answer, in my own words."
+    folder = tmp_path / assignment
+    folder.mkdir()
+    nbformat.write(nb, folder / f"{assignment}.ipynb")
+    proc = _check(folder / f"{assignment}.ipynb")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    tests, manual = _graded(assignment)
+    rows = _rows(proc.stdout)
+    assert all(" PASS " in rows[t] for t in tests), proc.stdout
+    earned, pending, lost = _points(proc.stdout)
+    by_instructor = sum(float(re.search(r"\s(\d+(?:\.\d+)?) pt\s", rows[m]).group(1))
+                        for m in manual)
+    assert (pending, lost) == (by_instructor, 0.0) and earned > 0, proc.stdout
+    assert re.search(rf"^{len(tests)} passed, 0 failed, {len(manual)} pending$", proc.stdout, re.M), \
+        proc.stdout
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_check_fails_on_learner_notebook(assignment):
     proc = _check(EXERCISES / assignment / f"{assignment}.ipynb")
     assert proc.returncode == 1, proc.stdout + proc.stderr
