@@ -18,6 +18,21 @@ from pathlib import Path
 LIMIT_BYTES = 4 * 2**30
 
 
+def oom_kill_count(folder: Path, version: int) -> int:
+    """How many processes of the cgroup ``folder`` the OOM killer killed: the ``oom_kill``
+    line of ``memory.events`` (cgroup v2) or ``memory.oom_control`` (v1); 0 when the file
+    cannot be read (the cgroup is gone) or has no such line."""
+    name = "memory.events" if version == 2 else "memory.oom_control"
+    try:
+        for line in (folder / name).read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def kill_until_empty(pids, seconds: float = 10.0) -> bool:
     """SIGKILL every process ``pids()`` lists (a cgroup's members), again and again until
     it lists none (a forking process adds members) or ``seconds`` pass; True when none is
@@ -220,15 +235,7 @@ class Cgroups:
 
     def oom_kills(self) -> int:
         """Processes the kernel killed for the probe's memory limit."""
-        name = "memory.events" if self.version == 2 else "memory.oom_control"
-        try:
-            for line in (self.top / name).read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value)
-        except (OSError, ValueError):
-            pass
-        return 0
+        return oom_kill_count(self.top, self.version)
 
     def kill_all(self) -> None:
         """SIGKILL to every process still in the probe's cgroups (the probe's own: nothing

@@ -32,7 +32,7 @@ import secrets
 import threading
 import time
 
-from autograder.cgroups import kill_until_empty, writable_hierarchy
+from autograder.cgroups import kill_until_empty, oom_kill_count, writable_hierarchy
 
 MIB = 2**20
 WATCH_INTERVAL = 0.05
@@ -96,14 +96,7 @@ class KernelCgroup:
 
     def read_oom_kills(self) -> int:
         """Processes of the cgroup the OOM killer killed (kept after :meth:`close`)."""
-        name = "memory.events" if self.version == 2 else "memory.oom_control"
-        try:
-            for line in (self.path / name).read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    self.oom_kills = max(self.oom_kills, int(value))
-        except (OSError, ValueError):
-            pass
+        self.oom_kills = max(self.oom_kills, oom_kill_count(self.path, self.version))
         return self.oom_kills
 
     def pids(self) -> list[int]:
