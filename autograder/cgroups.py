@@ -18,6 +18,19 @@ from pathlib import Path
 LIMIT_BYTES = 4 * 2**30
 
 
+def owner_gone(name: str) -> bool:
+    """Whether the grading process whose pid is the third field of the cgroup folder's
+    ``name`` (``autograder-<kind>-<pid>-<token>``) has ended; False when it runs, may not be
+    signalled, or the name holds no pid (a folder that is not the course's to remove)."""
+    try:
+        os.kill(int(name.split("-")[2]), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, IndexError, OSError):
+        return False
+    return False
+
+
 def oom_kill_count(folder: Path, version: int) -> int:
     """How many processes of the cgroup ``folder`` the OOM killer killed: the ``oom_kill``
     line of ``memory.events`` (cgroup v2) or ``memory.oom_control`` (v1); 0 when the file
@@ -262,16 +275,8 @@ def _remove_stale(parent: Path) -> None:
     """Remove the probe cgroups a grading process that is gone left behind (it was killed
     while measuring: its probe died with it, the empty folders stayed)."""
     for top in parent.glob("autograder-peak-*-*"):
-        try:
-            pid = int(top.name.split("-")[2])
-            os.kill(pid, 0)
-            continue  # its process still runs: its cgroups are in use
-        except (ValueError, IndexError):
-            continue
-        except ProcessLookupError:
-            pass
-        except OSError:
-            continue
+        if not owner_gone(top.name):
+            continue  # its process still runs (or the name is not ours): in use
         for path in (top / "call", top / "setup", top):
             try:
                 os.rmdir(path)

@@ -32,7 +32,8 @@ import secrets
 import threading
 import time
 
-from autograder.cgroups import kill_until_empty, oom_kill_count, writable_hierarchy
+from autograder.cgroups import (
+    kill_until_empty, oom_kill_count, owner_gone, writable_hierarchy)
 
 MIB = 2**20
 WATCH_INTERVAL = 0.05
@@ -131,15 +132,8 @@ def _remove_stale(parent) -> None:
         return
     _STALE_DONE.add(parent)
     for path in parent.glob("autograder-kernel-*-*"):
-        try:
-            os.kill(int(path.name.split("-")[2]), 0)
+        if not owner_gone(path.name):
             continue  # its grading process still runs
-        except (ValueError, IndexError):
-            continue
-        except ProcessLookupError:
-            pass
-        except OSError:
-            continue
         try:
             os.rmdir(path)
         except OSError:
