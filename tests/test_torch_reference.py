@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import runpy
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -148,3 +151,10 @@ def test_mha_hint_is_silent_for_the_reference_and_names_a_missing_out_proj():
         no_out_proj = mha(x)
     assert "no output projection" in ex05.mha_hint(mha, no_out_proj, x)
 
+
+
+def test_gpu_check_passes_on_this_machine():
+    """benchmarks/gpu_check.py (the device run of chapter 5's and ex05's PyTorch code) stays
+    runnable: on a machine without CUDA its CPU part passes; with CUDA, all of it."""
+    gpu_check = runpy.run_path(str(Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_check.py"))
+    assert gpu_check["main"]() == 0, gpu_check["failures"]
