@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import runpy
+import types
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.checks import ex05
+from autograder.checks.ex05 import _probe
 from autograder.reference.torch_attention import (
     MultiHeadAttention,
     copy_weights_from_torch,
@@ -158,3 +160,35 @@ def test_gpu_check_passes_on_this_machine():
     runnable: on a machine without CUDA its CPU part passes; with CUDA, all of it."""
     gpu_check = runpy.run_path(str(Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_check.py"))
     assert gpu_check["main"]() == 0, gpu_check["failures"]
+
+
+def test_a_prefetched_probe_answer_is_taken_by_the_session_and_not_computed_again(monkeypatch):
+    """``check``'s head start (ex05.prefetch): the probe starts from the notebook's source
+    before the kernel runs it; the session of that notebook waits for that answer (one probe
+    run, not two), and a session of other cells runs its own."""
+    runs = []
+
+    def probe_answer(cells, devices, timeout):
+        runs.append(tuple(cells))
+        return {"replies": [], "cells": list(cells)}
+
+    monkeypatch.setattr(_probe, "_probe_answer", probe_answer)
+
+    def notebook(source):
+        cell = {"cell_type": "code", "source": source,
+                "metadata": {"nbgrader": {"solution": True}}}
+        return types.SimpleNamespace(cells=[types.SimpleNamespace(get=cell.get, **cell)])
+
+    prefetched, other = notebook("def f(): return 1"), notebook("def f(): return 2")
+    ex05.prefetch(prefetched, timeout=5)
+    class Session:  # weakly referable and hashable by identity, as the checker's Session is
+        def __init__(self, notebook, timeout):
+            self.notebook, self.timeout = notebook, timeout
+
+    session = Session(notebook=prefetched, timeout=5)
+    assert _probe._answer(session, ex05.DEVICES)["cells"] == ["def f(): return 1"]
+    assert _probe._answer(session, ex05.DEVICES)["cells"] == ["def f(): return 1"]  # cached
+    assert runs == [("def f(): return 1",)]                                          # once
+    session2 = Session(notebook=other, timeout=5)
+    assert _probe._answer(session2, ex05.DEVICES)["cells"] == ["def f(): return 2"]
+    assert runs == [("def f(): return 1",), ("def f(): return 2",)]

@@ -29,6 +29,7 @@ from autograder.checks.ex05._common import (
     _forbidden_references,
     forbid_torch_attention,
     knowledge_check,
+    prefetch,
 )
 from autograder.checks.ex05.mha import (
     mha_does_not_call_torch_attention,
@@ -60,6 +61,7 @@ __all__ = [
     "forbid_torch_attention",
     "_forbidden_references",
     "knowledge_check",
+    "prefetch",
     "sdpa_bool_mask",
     "sdpa_does_not_call_torch_attention",
     "sdpa_dtype_and_device",

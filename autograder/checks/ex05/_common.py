@@ -92,6 +92,12 @@ def guarded(fn):
     return contextlib.nullcontext([]) if isinstance(fn, Remote) else forbid_torch_attention()
 
 
+def prefetch(notebook, timeout: float) -> None:
+    """What ``check`` starts before the kernel runs the learner's cells: the probe of
+    ``notebook`` on every device the checks use (:func:`._probe.prefetch`)."""
+    _probe.prefetch(notebook, DEVICES, timeout)
+
+
 def own_attention(learner, part: str) -> None:
     """Fail unless the learner's ``part`` (``sdpa``: the function; ``mha``: the class)
     returns, in a Python where torch's attention operators are switched off, what it returns

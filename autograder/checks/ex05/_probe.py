@@ -47,7 +47,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import weakref
+from concurrent.futures import Future
 from pathlib import Path
 
 from autograder import limits
@@ -406,23 +408,57 @@ def _same(probe: dict, kernel) -> str:
     return ""
 
 
-_ANSWERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_ANSWERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # by session
+# Answers :func:`prefetch` started, by what decides them (the notebook's setup and solution
+# cells, the devices), each a Future that the first session with those cells takes over.
+_PREFETCHED: dict[tuple, Future] = {}
+_PREFETCHED_LOCK = threading.Lock()
+
+
+def _probe_answer(cells: list[str], devices, timeout: float) -> dict:
+    """The probe run on ``cells`` for every call of both graded parts."""
+    calls = [{"call": "scaled_dot_product_attention", "args": _node(a), "kwargs": _node(k),
+              "cuda": a[0].device.type == "cuda"} for a, k in sdpa_calls(devices)]
+    calls += [{"module": "MultiHeadAttention", "init": _node(m["init"]), "seed": m["seed"],
+               "state": _node(m["state"]), "forward": _node(m["forward"])}
+              for m in mha_calls(devices)]
+    try:
+        return run(cells, calls, timeout, cuda="cuda" in devices)
+    except ProbeFailed as exc:
+        return {"failed": str(exc)}
+
+
+def _fill(future: Future, cells: list[str], devices, timeout: float) -> None:
+    try:
+        future.set_result(_probe_answer(cells, devices, timeout))
+    except BaseException as exc:  # noqa: BLE001 - whoever waits for the answer gets it raised
+        future.set_exception(exc)
+
+
+def prefetch(notebook, devices, timeout: float) -> None:
+    """Start the probe of ``notebook`` in a background thread: ``check`` calls this before
+    the kernel runs the learner's cells (the probe needs only their source), so that the
+    first test that needs the answer finds it ready or under way. At most one prefetch is
+    kept (a learner's check is one notebook)."""
+    cells = setup_and_solution_cells(notebook)
+    future: Future = Future()
+    with _PREFETCHED_LOCK:
+        _PREFETCHED.clear()
+        _PREFETCHED[(tuple(cells), tuple(devices))] = future
+    threading.Thread(target=_fill, args=(future, cells, devices, timeout), daemon=True,
+                     name="ex05-probe").start()
 
 
 def _answer(session, devices) -> dict:
-    """The probe's answer for ``session``'s notebook (run once, for both graded parts)."""
+    """The probe's answer for ``session``'s notebook (run once per session, for both graded
+    parts; a prefetched one for the same cells is waited for), within the test cell's time
+    limit, which the wait for the probe counts against."""
     if session not in _ANSWERS:
-        calls = [{"call": "scaled_dot_product_attention", "args": _node(a), "kwargs": _node(k),
-                  "cuda": a[0].device.type == "cuda"} for a, k in sdpa_calls(devices)]
-        calls += [{"module": "MultiHeadAttention", "init": _node(m["init"]), "seed": m["seed"],
-                   "state": _node(m["state"]), "forward": _node(m["forward"])}
-                  for m in mha_calls(devices)]
-        try:
-            # Within the test cell's time limit, which the wait for the probe counts against.
-            _ANSWERS[session] = run(setup_and_solution_cells(session.notebook), calls,
-                                    session.timeout, cuda="cuda" in devices)
-        except ProbeFailed as exc:
-            _ANSWERS[session] = {"failed": str(exc)}
+        cells = setup_and_solution_cells(session.notebook)
+        with _PREFETCHED_LOCK:
+            future = _PREFETCHED.pop((tuple(cells), tuple(devices)), None)
+        _ANSWERS[session] = (future.result() if future is not None
+                             else _probe_answer(cells, devices, session.timeout))
     return _ANSWERS[session]
 
 
