@@ -27,7 +27,7 @@ def _float_array(name: str, x) -> np.ndarray:
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Numerically stable softmax along ``axis`` (Vaswani et al. 2017, eq. 1).
 
-    softmax(x)_j = exp(x_j - m) / sum_i exp(x_i - m) with m the maximum along ``axis``:
+    softmax(s)_j = exp(s_j - m) / sum_j' exp(s_j' - m) with m the maximum along ``axis``:
     the shift cancels, and keeps every exponent <= 0. A slice whose entries are all
     ``-inf`` (nothing to attend to) gives zeros rather than NaN.
 

@@ -15,7 +15,7 @@ Matrix = list[list[float]]
 def softmax(row: list[float]) -> list[float]:
     """Numerically stable softmax of one row of scores.
 
-    softmax(x)_j = exp(x_j - m) / sum_i exp(x_i - m) with m = max(x): subtracting the
+    softmax(s)_j = exp(s_j - m) / sum_j' exp(s_j' - m) with m = max(s): subtracting the
     maximum leaves the result unchanged and keeps every exponent <= 0, so scores such as
     [1000, 1001] do not overflow.
 

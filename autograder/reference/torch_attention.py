@@ -147,8 +147,8 @@ class MultiHeadAttention(nn.Module):
 
     Each of the ``num_heads`` heads attends in a subspace of size d_k = d_model / num_heads,
     so the cost equals that of one head of size d_model. The layout of the projections is
-    that of :class:`torch.nn.MultiheadAttention`: head ``h`` uses rows
-    ``h * d_k : (h + 1) * d_k`` of each projection's output.
+    that of :class:`torch.nn.MultiheadAttention`: the head numbered
+    ``i`` from 0 uses rows ``i * d_k : (i + 1) * d_k`` of each projection's output.
 
     Args:
         d_model: model width (embedding size) of queries, keys and values.

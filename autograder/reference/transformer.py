@@ -5,7 +5,7 @@ attention or the position-wise feed-forward network) is wrapped in a residual co
 and a layer normalisation,
 
     post-norm (the paper, section 3.1):   x = LayerNorm(x + Dropout(Sublayer(x)))
-    pre-norm  (Xiong et al. 2020):        x = x + Dropout(Sublayer(LayerNorm(x)))
+    pre-norm  (analysed by Xiong et al. 2020): x = x + Dropout(Sublayer(LayerNorm(x)))
 
 An encoder block has two sub-layers (self-attention, feed-forward); a decoder block has
 three (causal self-attention, cross-attention to the encoder's output, feed-forward). Token
@@ -69,7 +69,7 @@ class EncoderBlock(nn.Module):
         x = LayerNorm_1(x + Dropout(MultiHead(x, x, x)))
         x = LayerNorm_2(x + Dropout(FFN(x))),   FFN(x) = max(0, x W_1 + b_1) W_2 + b_2  (eq. 2)
 
-    With ``norm_first=True`` (pre-norm, Xiong et al. 2020) each sub-layer sees a normalised
+    With ``norm_first=True`` (pre-norm, analysed by Xiong et al. 2020) each sub-layer sees a normalised
     copy and its output is added to the untouched residual stream:
 
         x = x + Dropout(MultiHead(LN_1(x))),   x = x + Dropout(FFN(LN_2(x)))

@@ -8,7 +8,7 @@
 
 /// Numerically stable softmax of one row of scores, length T.
 ///
-/// softmax(x)_j = exp(x_j - m) / sum_i exp(x_i - m) with m = max(x): every exponent is
+/// softmax(s)_j = exp(s_j - m) / sum_j' exp(s_j' - m) with m = max(s): every exponent is
 /// <= 0, so scores such as [1000, 1001] do not overflow. Returns a new Vec of T weights
 /// that sum to 1; Err for an empty row or a value that is not finite.
 fn softmax(row: &[f64]) -> Result<Vec<f64>, String> {
