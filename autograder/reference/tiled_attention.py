@@ -46,7 +46,8 @@ def tiled_attention(Q, K, V, block_size: int = 64, is_causal: bool = False) -> n
         K: keys, (T_k, d_k).
         V: values, (T_k, d_v).
         block_size: number of keys per block, an integer >= 1 (larger than T_k means one
-            block). The last block holds the T_k % block_size remaining keys.
+            block). The last block holds the keys that remain, fewer than block_size
+            when block_size does not divide T_k.
         is_causal: if True, query i attends to keys j <= i only (top-left aligned, as
             ``torch.nn.functional.scaled_dot_product_attention``: the lower triangle of a
             T_q x T_k matrix of ones, also when T_q != T_k).
