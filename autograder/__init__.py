@@ -91,8 +91,15 @@ The grader's machinery (never in the learner's kernel):
   with the standard library only.
 - :mod:`~autograder.peak_probe` (537 lines): ex06's peak memory of one
   call, measured from outside in a memory cgroup.
-- :mod:`~autograder.rust_build` (1206 lines): ex08's Rust, built and run by
-  the grader itself.
+- :mod:`~autograder.rust_build` (125 lines): ex08's Rust, built and run by
+  the grader itself: what the checker calls (the learner's cells, their functions). Its
+  parts: :mod:`~autograder.rust_main` (258 lines): the crate's root and the course-written
+  ``main`` (Rust source); :mod:`~autograder.rust_toolchain` (243 lines): rustc found, and
+  the sandboxes rustc and the programs run in; :mod:`~autograder.rust_compile` (194
+  lines): the two builds, cached, and rustc's messages; :mod:`~autograder.rust_protocol`
+  (168 lines): the request and reply lines, and a call's failures (pure);
+  :mod:`~autograder.rust_program` (295 lines): the program's sandboxed process, one per
+  notebook.
 - :mod:`~autograder.notebook` (201 lines): reading nbgrader notebooks:
   test cells, which assignment, changed read-only cells; the kernel ``check`` starts early.
 - :mod:`~autograder.nbgrader_plugins` (322 lines): the nbgrader

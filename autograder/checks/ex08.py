@@ -21,7 +21,8 @@ from typing import Callable
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.checks import ex01
 from autograder.rust import RustFunction, RustSource
-from autograder.rust_build import BuiltRust, forbid_problem
+from autograder.rust_build import BuiltRust
+from autograder.rust_compile import forbid_problem
 from autograder.testing import call_learner, fail
 
 

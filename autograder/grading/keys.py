@@ -22,7 +22,10 @@ from autograder.grading.submission import read_submitted
 
 # The code behind the hidden tests (relative to the repository): a fix there changes grades.
 CHECK_CODE = ("autograder/checks", "autograder/reference", "autograder/testing.py",
-              "autograder/diagnose.py", "autograder/rust.py", "autograder/rust_build.py")
+              "autograder/diagnose.py", "autograder/rust.py", "autograder/rust_build.py",
+              "autograder/rust_compile.py", "autograder/rust_main.py",
+              "autograder/rust_program.py", "autograder/rust_protocol.py",
+              "autograder/rust_toolchain.py")
 
 
 def _files(path: Path) -> list[Path]:
