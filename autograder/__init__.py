@@ -85,8 +85,12 @@ The grader's machinery (never in the learner's kernel):
   cgroups, and the peak probe's own.
 - :mod:`~autograder.kernel_memory` (225 lines): the memory cap of a
   grading kernel (a cgroup of its own, or a watchdog).
-- :mod:`~autograder.sandbox` (774 lines): grading kernels in a bubblewrap
-  sandbox, the warm sandbox that forks them, the files they get.
+- :mod:`~autograder.sandbox` (209 lines): the bubblewrap sandbox of grading
+  kernels: its rules (system binds, the course files a kernel gets), what managers share.
+- :mod:`~autograder.warm_sandbox` (303 lines): the warm sandbox that forks one
+  kernel per notebook (``Zygote``), this process's one.
+- :mod:`~autograder.sandboxed_kernel` (294 lines): the kernel manager nbclient
+  uses: a kernel started in the sandbox or forked warm, its memory capped.
 - :mod:`~autograder.probe` (139 lines): a learner's cells run again in a Python
   with the standard library only.
 - :mod:`~autograder.peak_probe` (537 lines): ex06's peak memory of one
