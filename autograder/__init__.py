@@ -32,8 +32,13 @@ In the learner's kernel (:data:`autograder.sandbox.KERNEL_FILES` lists what it g
   in the sandbox.
 - :mod:`~autograder.kernel_zygote` (253 lines): a warm source of
   grading kernels, forked one per notebook.
-- :mod:`~autograder.rust` (623 lines): ``%%rust`` cells: safe Rust compiled with
-  rustc and called from Python.
+- :mod:`~autograder.rust` (131 lines): ``%%rust`` cells: safe Rust compiled with
+  rustc and called from Python (the magic, ``compile_rust``, ``load``). Its parts:
+  :mod:`~autograder.rust_source` (172 lines): the signatures, a crate's files and their
+  names, rustc found, its messages, the errors (the grader's build shares them);
+  :mod:`~autograder.rust_glue` (215 lines): the ``extern "C"`` glue and the cached
+  ``cdylib`` build; :mod:`~autograder.rust_ffi` (151 lines): a compiled function called
+  through ctypes.
 - :mod:`~autograder.in_notebook` (244 lines): ``%check``: ``check`` run
   from inside the notebook, on the code as run.
 - :mod:`~autograder.transformer_given` (161 lines): what ex07's

@@ -48,8 +48,7 @@ from __future__ import annotations
 
 import re
 
-from autograder import rust
-from autograder.rust import SIGNATURES, RustSource
+from autograder.rust_source import SIGNATURES, RustSource, defined_names
 from autograder.rust_program import RustProgram
 
 
@@ -77,8 +76,8 @@ def rust_cells(nb) -> list[RustSource]:
         text = "\n" * (at + 1) + "\n".join(lines[at + 1:])
         gid = re.sub(r"\W", "_", str(meta.get("grade_id") or ""))[:60] or f"{i + 1}"
         name = f"cell_{gid}.rs"
-        names = rust.defined_names(text)
-        kept = [f for f in kept if not (rust.defined_names(f.text) & names) and f.name != name]
+        names = defined_names(text)
+        kept = [f for f in kept if not (defined_names(f.text) & names) and f.name != name]
         kept.append(RustSource(name, text))
     return kept
 
@@ -90,7 +89,7 @@ class BuiltRust:
     convention (``softmax(row)``, ``scaled_dot_product_attention(Q, K, V)``: lists of
     floats, lists of lists, or NumPy arrays, in; lists of Python floats out). Raises what
     :meth:`RustProgram.call` raises: ValueError for the function's ``Err``, RuntimeError
-    (:class:`~autograder.rust.RustPanic`) for a panic, NotImplementedError for ``todo!()``,
+    (:class:`~autograder.rust_source.RustPanic`) for a panic, NotImplementedError for ``todo!()``,
     TypeError for arguments that are not numbers.
 
     Attributes: ``__name__``, ``signature`` (the Rust signature called), ``program``

@@ -11,8 +11,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import rust
-from autograder.rust import SIGNATURES, RustSource
+from autograder.rust_source import (SIGNATURES, RustSource, dedup_uses, defined_names, headline,
+                                    render_messages)
 from autograder.rust_main import ROOT, crate_root
 from autograder.rust_toolchain import (Toolchain, ToolchainError, cache_dir, digest,
                                        forbid_flags, run_rustc, rustc_flags, sandboxed,
@@ -26,7 +26,7 @@ class Build:
     """What the grader built from the learner's cells.
 
     ``sources``: the crate's files; ``functions``: the graded names they define (in
-    :data:`~autograder.rust.SIGNATURES` order); ``binary``: the plain program, None when
+    :data:`~autograder.rust_source.SIGNATURES` order); ``binary``: the plain program, None when
     ``error`` (rustc's message, the cells and lines named) says why there is none;
     ``forbid_error``: None when the crate compiles under ``#![forbid(unsafe_code)]``, else
     rustc's message; ``warnings``; ``cached``: found in :func:`cache_dir`, not compiled."""
@@ -47,8 +47,8 @@ _FILES = "(rustc's cell_<id>.rs is your solution cell <id>; line 1 is its %%rust
 
 def _compile_error(stderr: str, rc: int, sources: tuple[RustSource, ...]) -> str:
     """What every call of a crate that does not compile raises: its first error in one
-    line (:func:`autograder.rust.headline`), then rustc's messages."""
-    first = rust.headline(stderr, {f.name: f.text for f in sources})
+    line (:func:`autograder.rust_source.headline`), then rustc's messages."""
+    first = headline(stderr, {f.name: f.text for f in sources})
     return (f"{_HEADER}: {first}" if first else _HEADER) + f"\n{_FILES}\n\n" + (
         _messages(stderr, errors_only=True) or f"rustc exited with status {rc}")
 
@@ -76,7 +76,7 @@ def _messages(stderr: str, errors_only: bool = False) -> str:
                 "block or `#[link]` names what is not in Rust's standard library)")
             line = json.dumps(d)
         kept.append(line)
-    return rust._render("\n".join(kept), ROOT)
+    return render_messages("\n".join(kept), ROOT)
 
 
 def build(files: list[RustSource], timeout: float = MIN_COMPILE_TIMEOUT) -> Build:
@@ -84,8 +84,8 @@ def build(files: list[RustSource], timeout: float = MIN_COMPILE_TIMEOUT) -> Buil
     ``#![forbid(unsafe_code)]`` (see the module's docstring). Never raises for a problem of
     the learner's or of the machine: ``error`` says it (rustc's message; rustc not found;
     rustc ran longer than ``timeout`` seconds, at least :data:`MIN_COMPILE_TIMEOUT`)."""
-    files = rust._dedup_uses(list(files))
-    names = set().union(*(rust.defined_names(f.text) for f in files)) if files else set()
+    files = dedup_uses(list(files))
+    names = set().union(*(defined_names(f.text) for f in files)) if files else set()
     functions = tuple(n for n in SIGNATURES if n in names)
     result = Build(tuple(files), functions)
     try:
@@ -163,8 +163,8 @@ def forbid_problem(files: list[RustSource], timeout: float = MIN_COMPILE_TIMEOUT
     """None when ``files`` compile as one crate under ``#![forbid(unsafe_code)]``, else
     rustc's message: :func:`build`'s check build alone (no program is linked; for the
     kernel's own functions, as ``check`` and the course's tests pass them), cached."""
-    files = rust._dedup_uses(list(files))
-    names = set().union(*(rust.defined_names(f.text) for f in files)) if files else set()
+    files = dedup_uses(list(files))
+    names = set().union(*(defined_names(f.text) for f in files)) if files else set()
     functions = [n for n in SIGNATURES if n in names]
     try:
         tc, root = toolchain(), cache_dir()

@@ -5,7 +5,7 @@ library only) that serves one request per line on stdin with one reply line on s
 
 from __future__ import annotations
 
-from autograder.rust import RustSource
+from autograder.rust_source import RustSource
 
 FORBID = "#![forbid(unsafe_code)]"
 
@@ -252,7 +252,7 @@ ROOT = "main.rs"  # the crate root's file name (rustc's messages name it for the
 def crate_root(files: list[RustSource], functions: list[str], forbid: bool = False) -> str:
     """The crate root: ``#![forbid(unsafe_code)]`` when ``forbid``, each file
     ``include!``d, then the course's ``main`` with a dispatch arm for each of
-    ``functions`` (names of :data:`autograder.rust.SIGNATURES`)."""
+    ``functions`` (names of :data:`autograder.rust_source.SIGNATURES`)."""
     head = (FORBID + "\n" if forbid else "") + "#![allow(unused)]\n"
     head += "".join(f'include!("{f.name}");\n' for f in files)
     return head + _MAIN.replace("%(arms)s", "".join(_ARMS[n] for n in functions))

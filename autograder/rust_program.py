@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from autograder import limits
-from autograder.rust import SIGNATURES, RustCompileError, RustSource
+from autograder.rust_source import SIGNATURES, RustCompileError, RustSource
 from autograder.rust_compile import Build, build
 from autograder.rust_protocol import (MAX_LINE, MAX_NOISE, RustCallFailed, RustCrashed,
                                       RustNotDefined, RustRefused, RustTimeout,
@@ -89,9 +89,9 @@ class RustProgram:
     """The grader's program of one notebook's Rust cells, and its sandboxed process.
 
     ``call(name, args)`` sends one request and returns the reply's value, or raises:
-    ValueError (the function's ``Err``), :class:`~autograder.rust.RustPanic` (a panic),
-    :class:`~autograder.rust.RustNotImplemented` (``todo!()``/``unimplemented!()``, a
-    NotImplementedError), :class:`~autograder.rust.RustCompileError` (the cells do not
+    ValueError (the function's ``Err``), :class:`~autograder.rust_source.RustPanic` (a panic),
+    :class:`~autograder.rust_source.RustNotImplemented` (``todo!()``/``unimplemented!()``, a
+    NotImplementedError), :class:`~autograder.rust_source.RustCompileError` (the cells do not
     compile), :class:`RustNotDefined` (no such function in the cells),
     :class:`RustTimeout` (no reply within ``timeout`` seconds), :class:`RustCrashed` (the
     process ended), :class:`RustRefused` (a reply over the limits). ``close()`` kills the

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from autograder.rust import RustNotImplemented, RustPanic
+from autograder.rust_source import RustNotImplemented, RustPanic
 
 MAX_LINE = 4 * 2**20  # a reply line (and any line the program prints) at most this long
 MAX_NOISE = 4 * 2**20  # bytes of the learner's own output skipped during one call
@@ -141,8 +141,8 @@ def encode_arguments(name: str, args: tuple) -> str:
 
 def reply_value(name: str, kind: str, rest: bytes) -> list:
     """The value of a reply to ``name`` (``kind`` and the rest of its line), or what it
-    raises: ValueError (``err``), :class:`~autograder.rust.RustPanic` or
-    :class:`~autograder.rust.RustNotImplemented` (``panic``), :class:`RustRefused` (a
+    raises: ValueError (``err``), :class:`~autograder.rust_source.RustPanic` or
+    :class:`~autograder.rust_source.RustNotImplemented` (``panic``), :class:`RustRefused` (a
     ``refused`` reply, or a value that is not the lists of numbers ``name`` returns)."""
     text = rest.decode("utf-8", "replace")
     if kind == "ok":

@@ -20,8 +20,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import limits, rust
+from autograder import limits
 from autograder.rust_main import ROOT
+from autograder.rust_source import INSTALL_HINT, find_rustc, rustc_version
 from autograder.sandbox import bwrap, sandbox_error
 
 EDITION = "2021"
@@ -56,12 +57,12 @@ def sandboxed() -> bool:
 
 @functools.lru_cache(maxsize=None)
 def toolchain() -> Toolchain:
-    """The Rust toolchain of this machine (found as :func:`autograder.rust.find_rustc`
+    """The Rust toolchain of this machine (found as :func:`autograder.rust_source.find_rustc`
     finds it); whether a program links statically is tried once and remembered in
     :func:`cache_dir`. Raises :class:`ToolchainError`."""
-    found = rust.find_rustc()
+    found = find_rustc()
     if found is None:
-        raise ToolchainError(rust.INSTALL_HINT)
+        raise ToolchainError(INSTALL_HINT)
     try:
         done = subprocess.run([found, "--print", "sysroot"], capture_output=True, text=True,
                               timeout=120)
@@ -70,7 +71,7 @@ def toolchain() -> Toolchain:
     sysroot = str(Path(done.stdout.strip()).resolve())
     real = Path(sysroot, "bin", "rustc")
     rustc = str(real) if real.is_file() and os.access(real, os.X_OK) else found
-    version = rust.rustc_version(rustc)
+    version = rustc_version(rustc)
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     linker = str(Path(cc).resolve()) if cc else None
     base = Toolchain(rustc, sysroot, version, linker)

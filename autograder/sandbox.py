@@ -41,7 +41,7 @@ from pathlib import Path
 
 from autograder import kernel_memory
 from autograder.memory import child_pids
-from autograder.rust import find_rustc
+from autograder.rust_source import find_rustc
 
 PACKAGE = Path(__file__).resolve().parent
 COURSE_DIR = "/opt/autograder-course"  # inside the sandbox: the package's public files
@@ -148,6 +148,7 @@ def rust_sysroot() -> str | None:
 # No reference, no check, no answer.
 KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "verdicts.py", "wire.py",
                 "kernel_client.py", "kernel_launch.py", "kernel_zygote.py", "rust.py",
+                "rust_source.py", "rust_glue.py", "rust_ffi.py",
                 "in_notebook.py", "brief_tracebacks.py")
 # What an exercise's released notebook imports beyond those (the helpers it gives).
 KERNEL_EXTRA = {"ex07_transformer": ("transformer_given.py",)}

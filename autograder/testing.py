@@ -102,12 +102,12 @@ def error_kind(exc: BaseException | None = None, *, kinds: list | tuple = ()) ->
 def course_raised(exc: BaseException | None) -> bool:
     """Whether ``exc`` is an error the course's own glue raised about the learner's code,
     not one out of the learner's code: a Rust compile error
-    (:class:`autograder.rust.RustCompileError`, the class itself, raised in this process:
+    (:class:`autograder.rust_source.RustCompileError`, the class itself, raised in this process:
     rustc's messages about the learner's own cells, which carry no hidden input). It keeps
     its name and message in a hidden case too, so that every test that needs the cells says
     they do not compile. A learner's exception that the checker stands in for is a class of
     the module ``learner``, never this one."""
-    rust = sys.modules.get("autograder.rust")  # not loaded: nothing raised one
+    rust = sys.modules.get("autograder.rust_source")  # not loaded: nothing raised one
     compile_error = getattr(rust, "RustCompileError", None)
     return exc is not None and compile_error is not None and type(exc) is compile_error
 

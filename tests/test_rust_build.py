@@ -18,9 +18,9 @@ import nbformat
 import pytest
 from conftest import REPO
 
-from autograder import (checker, rust, rust_build, rust_compile, rust_program, rust_protocol,
-                        rust_toolchain)
-from autograder.rust import RustSource as S
+from autograder import (checker, rust_build, rust_compile, rust_program, rust_protocol,
+                        rust_source, rust_toolchain)
+from autograder.rust_source import RustSource as S
 from autograder.sandbox import sandbox_error
 
 needs_sandbox = pytest.mark.skipif(sandbox_error() is not None,
@@ -86,7 +86,7 @@ IDENTITY_ATTENTION = textwrap.dedent("""
 @pytest.fixture(scope="module", autouse=True)
 def private_cache(tmp_path_factory):
     """A cache folder of this module's own (builds are keyed by their sources anyway)."""
-    assert rust.find_rustc(), rust.INSTALL_HINT
+    assert rust_source.find_rustc(), rust_source.INSTALL_HINT
     folder = tmp_path_factory.mktemp("rust-grader-cache")
     old = os.environ.get("AUTOGRADER_RUST_GRADER_CACHE")
     os.environ["AUTOGRADER_RUST_GRADER_CACHE"] = str(folder)
@@ -134,7 +134,7 @@ def test_err_panic_and_todo_are_python_exceptions_and_the_process_goes_on(multi)
         multi.call("softmax", ([1.0],))
     assert str(err.value) == "no scores\nat all: a \\ and a \t tab, π"
     pid = multi.pid
-    with pytest.raises(rust.RustPanic) as panic:
+    with pytest.raises(rust_source.RustPanic) as panic:
         multi.call("softmax", ([2.0],))
     assert isinstance(panic.value, RuntimeError)
     assert not isinstance(panic.value, NotImplementedError)
@@ -277,7 +277,7 @@ def test_a_compile_error_names_the_cell_and_line_and_every_call_raises_it():
     functions = rust_build.built_functions(session)
     for name, args in [("softmax", ([1.0],)),
                        ("scaled_dot_product_attention", ([[1.0]], [[1.0]], [[1.0]]))]:
-        with pytest.raises(rust.RustCompileError) as err:
+        with pytest.raises(rust_source.RustCompileError) as err:
             functions[name](*args)
         assert "--> cell_softmax.rs:3:8" in str(err.value) and "E0308" in str(err.value)
         assert str(err.value).splitlines()[0] == (  # the cell, its line, rustc's message
