@@ -98,8 +98,11 @@ The grader's machinery (never in the learner's kernel):
   uses: a kernel started in the sandbox or forked warm, its memory capped.
 - :mod:`~autograder.probe` (139 lines): a learner's cells run again in a Python
   with the standard library only.
-- :mod:`~autograder.peak_probe` (537 lines): ex06's peak memory of one
-  call, measured from outside in a memory cgroup.
+- :mod:`~autograder.peak_probe` (264 lines): ex06's peak memory of one
+  call, measured from outside in a memory cgroup (the run of the probe). Its parts:
+  :mod:`~autograder.peak_probe_program` (190 lines): what the probe runs (its program,
+  the cells, its sandboxed command); :mod:`~autograder.peak_probe_answer` (101 lines):
+  its answer read and checked, what was measured (pure).
 - :mod:`~autograder.rust_build` (125 lines): ex08's Rust, built and run by
   the grader itself: what the checker calls (the learner's cells, their functions). Its
   parts: :mod:`~autograder.rust_main` (258 lines): the crate's root and the course-written
