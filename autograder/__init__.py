@@ -21,8 +21,12 @@ The course's facts (imported by everything, copied into the learner's kernel):
   starts for a learner's code may run.
 - :mod:`~autograder.brief_tracebacks` (61 lines): how a failed
   check looks in a learner's notebook.
-- :mod:`~autograder.testing` (510 lines): assertion helpers for the test
-  cells, with messages that teach without leaking.
+- :mod:`~autograder.testing` (241 lines): assertion helpers for the test
+  cells, with messages that teach without leaking (where test cells, checks and the
+  checker import them all from). Its parts: :mod:`~autograder.check_failure` (105
+  lines): ``CheckFailed``, ``fail``, hidden cases and parts, how a learner's exception is
+  named; :mod:`~autograder.closeness` (152 lines): ``assert_close``, in plain Python or
+  NumPy; :mod:`~autograder.python_only` (73 lines): ex01's no-array-library rule.
 
 In the learner's kernel (:data:`autograder.sandbox.KERNEL_FILES` lists what it gets):
 

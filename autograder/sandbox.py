@@ -146,7 +146,8 @@ def rust_sysroot() -> str | None:
 # gets of the course package: the launchers, the visible tests' helpers, the client and the
 # in-notebook check's recorder (its set-up cell loads it).
 # No reference, no check, no answer.
-KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "verdicts.py", "wire.py",
+KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "check_failure.py",
+                "closeness.py", "python_only.py", "verdicts.py", "wire.py",
                 "kernel_client.py", "kernel_launch.py", "kernel_zygote.py", "rust.py",
                 "rust_source.py", "rust_glue.py", "rust_ffi.py",
                 "in_notebook.py", "brief_tracebacks.py")
