@@ -83,7 +83,10 @@ Answers, and how they are judged:
   torch's attention) and :mod:`~autograder.checks.ex05._probe` (508:
   the run without torch's attention),
   :mod:`~autograder.checks.ex06` (365),
-  :mod:`~autograder.checks.ex07` (543),
+  :mod:`autograder.checks.ex07` (77: its checks, importable from here) with
+  :mod:`~autograder.checks.ex07.block` (95), :mod:`~autograder.checks.ex07.model` (188),
+  :mod:`~autograder.checks.ex07.training` (101) and
+  :mod:`~autograder.checks.ex07._common` (203: what they share),
   :mod:`~autograder.checks.ex08` (102) lines;
   :mod:`~autograder.checks.knowledge` (260 lines): the knowledge
   checks' expected answers and why.
