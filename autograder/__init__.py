@@ -60,7 +60,9 @@ Answers, and how they are judged:
   :mod:`~autograder.reference.torch_attention` (281),
   :mod:`~autograder.reference.tiled_attention` (118),
   :mod:`~autograder.reference.transformer` (425) lines.
-- :mod:`~autograder.diagnose` (397 lines) and
+- :mod:`~autograder.diagnose` (215 lines),
+  :mod:`~autograder.diagnose_encoding` (97 lines: positional encodings, variance),
+  :mod:`~autograder.diagnose_heads` (144 lines: multi-head attention) and
   :mod:`~autograder.diagnose_python` (102 lines): the common mistake
   behind a wrong answer, named in the failure message (NumPy and torch; pure Python).
 - :mod:`~autograder.memory` (186 lines): the peak memory one call allocates,
