@@ -40,6 +40,9 @@ EXERCISE = f"exercises/{ASSIGNMENT}/{ASSIGNMENT}"  # the docname of exercise 1's
 IN_PAGE_FILES = {
     "autograder/__init__.py": None,  # the real one reads solutions/: a docstring instead
     "autograder/testing.py": "testing.py",
+    "autograder/check_failure.py": "check_failure.py",  # testing imports these three
+    "autograder/closeness.py": "closeness.py",
+    "autograder/python_only.py": "python_only.py",
     "autograder/brief_tracebacks.py": "brief_tracebacks.py",  # testing imports it (no-op here)
     "autograder/verdicts.py": "verdicts.py",
     "autograder/inpage.py": "inpage.py",

@@ -21,8 +21,12 @@ The course's facts (imported by everything, copied into the learner's kernel):
   starts for a learner's code may run.
 - :mod:`~autograder.brief_tracebacks` (61 lines): how a failed
   check looks in a learner's notebook.
-- :mod:`~autograder.testing` (510 lines): assertion helpers for the test
-  cells, with messages that teach without leaking.
+- :mod:`~autograder.testing` (241 lines): assertion helpers for the test
+  cells, with messages that teach without leaking (where test cells, checks and the
+  checker import them all from). Its parts: :mod:`~autograder.check_failure` (105
+  lines): ``CheckFailed``, ``fail``, hidden cases and parts, how a learner's exception is
+  named; :mod:`~autograder.closeness` (152 lines): ``assert_close``, in plain Python or
+  NumPy; :mod:`~autograder.python_only` (73 lines): ex01's no-array-library rule.
 
 In the learner's kernel (:data:`autograder.sandbox.KERNEL_FILES` lists what it gets):
 
@@ -32,8 +36,13 @@ In the learner's kernel (:data:`autograder.sandbox.KERNEL_FILES` lists what it g
   in the sandbox.
 - :mod:`~autograder.kernel_zygote` (253 lines): a warm source of
   grading kernels, forked one per notebook.
-- :mod:`~autograder.rust` (623 lines): ``%%rust`` cells: safe Rust compiled with
-  rustc and called from Python.
+- :mod:`~autograder.rust` (131 lines): ``%%rust`` cells: safe Rust compiled with
+  rustc and called from Python (the magic, ``compile_rust``, ``load``). Its parts:
+  :mod:`~autograder.rust_source` (172 lines): the signatures, a crate's files and their
+  names, rustc found, its messages, the errors (the grader's build shares them);
+  :mod:`~autograder.rust_glue` (215 lines): the ``extern "C"`` glue and the cached
+  ``cdylib`` build; :mod:`~autograder.rust_ffi` (151 lines): a compiled function called
+  through ctypes.
 - :mod:`~autograder.in_notebook` (244 lines): ``%check``: ``check`` run
   from inside the notebook, on the code as run.
 - :mod:`~autograder.transformer_given` (161 lines): what ex07's
@@ -51,7 +60,9 @@ Answers, and how they are judged:
   :mod:`~autograder.reference.torch_attention` (281),
   :mod:`~autograder.reference.tiled_attention` (118),
   :mod:`~autograder.reference.transformer` (425) lines.
-- :mod:`~autograder.diagnose` (397 lines) and
+- :mod:`~autograder.diagnose` (215 lines),
+  :mod:`~autograder.diagnose_encoding` (97 lines: positional encodings, variance),
+  :mod:`~autograder.diagnose_heads` (144 lines: multi-head attention) and
   :mod:`~autograder.diagnose_python` (102 lines): the common mistake
   behind a wrong answer, named in the failure message (NumPy and torch; pure Python).
 - :mod:`~autograder.memory` (186 lines): the peak memory one call allocates,
@@ -74,7 +85,10 @@ Answers, and how they are judged:
   torch's attention) and :mod:`~autograder.checks.ex05._probe` (508:
   the run without torch's attention),
   :mod:`~autograder.checks.ex06` (365),
-  :mod:`~autograder.checks.ex07` (543),
+  :mod:`autograder.checks.ex07` (77: its checks, importable from here) with
+  :mod:`~autograder.checks.ex07.block` (95), :mod:`~autograder.checks.ex07.model` (188),
+  :mod:`~autograder.checks.ex07.training` (101) and
+  :mod:`~autograder.checks.ex07._common` (203: what they share),
   :mod:`~autograder.checks.ex08` (102) lines;
   :mod:`~autograder.checks.knowledge` (260 lines): the knowledge
   checks' expected answers and why.
@@ -85,14 +99,28 @@ The grader's machinery (never in the learner's kernel):
   cgroups, and the peak probe's own.
 - :mod:`~autograder.kernel_memory` (225 lines): the memory cap of a
   grading kernel (a cgroup of its own, or a watchdog).
-- :mod:`~autograder.sandbox` (774 lines): grading kernels in a bubblewrap
-  sandbox, the warm sandbox that forks them, the files they get.
+- :mod:`~autograder.sandbox` (209 lines): the bubblewrap sandbox of grading
+  kernels: its rules (system binds, the course files a kernel gets), what managers share.
+- :mod:`~autograder.warm_sandbox` (303 lines): the warm sandbox that forks one
+  kernel per notebook (``Zygote``), this process's one.
+- :mod:`~autograder.sandboxed_kernel` (294 lines): the kernel manager nbclient
+  uses: a kernel started in the sandbox or forked warm, its memory capped.
 - :mod:`~autograder.probe` (139 lines): a learner's cells run again in a Python
   with the standard library only.
-- :mod:`~autograder.peak_probe` (537 lines): ex06's peak memory of one
-  call, measured from outside in a memory cgroup.
-- :mod:`~autograder.rust_build` (1206 lines): ex08's Rust, built and run by
-  the grader itself.
+- :mod:`~autograder.peak_probe` (264 lines): ex06's peak memory of one
+  call, measured from outside in a memory cgroup (the run of the probe). Its parts:
+  :mod:`~autograder.peak_probe_program` (190 lines): what the probe runs (its program,
+  the cells, its sandboxed command); :mod:`~autograder.peak_probe_answer` (101 lines):
+  its answer read and checked, what was measured (pure).
+- :mod:`~autograder.rust_build` (125 lines): ex08's Rust, built and run by
+  the grader itself: what the checker calls (the learner's cells, their functions). Its
+  parts: :mod:`~autograder.rust_main` (258 lines): the crate's root and the course-written
+  ``main`` (Rust source); :mod:`~autograder.rust_toolchain` (243 lines): rustc found, and
+  the sandboxes rustc and the programs run in; :mod:`~autograder.rust_compile` (194
+  lines): the two builds, cached, and rustc's messages; :mod:`~autograder.rust_protocol`
+  (168 lines): the request and reply lines, and a call's failures (pure);
+  :mod:`~autograder.rust_program` (295 lines): the program's sandboxed process, one per
+  notebook.
 - :mod:`~autograder.notebook` (201 lines): reading nbgrader notebooks:
   test cells, which assignment, changed read-only cells; the kernel ``check`` starts early.
 - :mod:`~autograder.nbgrader_plugins` (322 lines): the nbgrader

@@ -1,7 +1,7 @@
 """How a failed check looks in a learner's notebook: the learner's cell line and the
 message, without the frames of the course's helpers.
 
-A test cell that fails raises :class:`autograder.testing.CheckFailed` from deep inside the
+A test cell that fails raises :class:`autograder.check_failure.CheckFailed` from deep inside the
 course's helpers (``assert_close``, the ``explain`` context manager, ``contextlib``). IPython
 would print those frames before the message, so the line that names the mistake (``...
 Hint: scale the scores by 1/sqrt(d_k)``) comes after code the learner never wrote.

@@ -27,9 +27,9 @@ from autograder import ASSIGNMENTS
 from autograder.config import DEFAULT_WORKSPACE, EXERCISES
 from autograder.exercises import assignment_of_path
 from autograder.in_notebook import GUARD as IN_NOTEBOOK_GUARD
-from autograder.rust import INSTALL_HINT, find_rustc
-from autograder.sandbox import preload_for
+from autograder.rust_source import INSTALL_HINT, find_rustc
 from autograder.verdicts import report
+from autograder.warm_sandbox import preload_for
 
 
 def _one_notebook_in(path: Path) -> Path:

@@ -23,7 +23,7 @@ import sys
 import traceback
 from typing import Any
 
-from autograder.testing import mark_hidden_case
+from autograder.check_failure import mark_hidden_case
 from autograder.verdicts import (
     Execution,
     cell_errors,
@@ -137,7 +137,7 @@ def check_exercise(notebook: dict, code: dict[str, str], spec: dict) -> dict[str
 
 def _mark_hidden_case(error: dict, source: str) -> dict:
     """``error`` with its message marked as a hidden case's, as the checker marks it for
-    ``check`` (:func:`autograder.testing.mark_hidden_case`), when the failing line is in
+    ``check`` (:func:`autograder.check_failure.mark_hidden_case`), when the failing line is in
     the test's hidden part."""
     m = re.search(r"Cell In\[\d+\], line (\d+)", "\n".join(error.get("traceback", [])))
     lines = source.split("\n")

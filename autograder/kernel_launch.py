@@ -1,7 +1,7 @@
 """Start a grading kernel in the sandbox: ``python -m autograder.kernel_launch -f FILE``.
 
-Started by :class:`autograder.sandbox.SandboxedKernelManager` inside bubblewrap (or run as
-``__main__`` in a process forked by :mod:`autograder.kernel_zygote`), it starts ipykernel
+Started by :class:`autograder.sandboxed_kernel.SandboxedKernelManager` inside bubblewrap
+(or run as ``__main__`` in a process forked by :mod:`autograder.kernel_zygote`), it starts ipykernel
 and nothing else. The kernel holds the learner's code, the helpers the released notebook
 imports and the thin client (:mod:`autograder.kernel_client`): the hidden checks, the
 references and the answers run in the trusted checker outside it (:mod:`autograder.checker`;

@@ -196,6 +196,6 @@ class Watchdog(threading.Thread):
 
 def oom_killed(km) -> bool:
     """Whether the memory cap stopped a process of ``km``'s kernel (a
-    :class:`autograder.sandbox.SandboxedKernelManager`; False for any other)."""
+    :class:`autograder.sandboxed_kernel.SandboxedKernelManager`; False for any other)."""
     check = getattr(km, "memory_exceeded", None)
     return bool(check()) if callable(check) else False

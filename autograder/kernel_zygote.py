@@ -1,6 +1,6 @@
 """A warm source of grading kernels: ``python -m autograder.kernel_zygote SOCKET [MODULE...]``.
 
-Started by :class:`autograder.sandbox.Zygote` inside its own bubblewrap sandbox (as the
+Started by :class:`autograder.warm_sandbox.Zygote` inside its own bubblewrap sandbox (as the
 sandbox's PID 1, ``--as-pid-1``), before any learner code runs, this process:
 
 1. makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): no kernel can ptrace it,

@@ -13,7 +13,7 @@ from nbgrader.preprocessors import ClearSolutions, DeduplicateIds, Execute, NbGr
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
-from autograder import kernel_memory, sandbox
+from autograder import kernel_memory, sandbox, sandboxed_kernel
 from autograder.exercises import trusted
 from autograder.notebook import first_error_line, test_summary
 from autograder.trusted_tests import (  # noqa: F401 - STOPPED: read by grading
@@ -243,7 +243,7 @@ class SandboxedExecute(ResilientExecute):
     cells) with the kernel in the sandbox, and the time of each phase profiled."""
 
     def create_kernel_manager(self):
-        self.kernel_manager_class = sandbox.SandboxedKernelManager
+        self.kernel_manager_class = sandboxed_kernel.SandboxedKernelManager
         km = super().create_kernel_manager()
         km.assignment = self.resources.get("nbgrader", {}).get("assignment", "") or ""
         self.km = self.made_km = km

@@ -46,235 +46,25 @@ process or a reset of the high-water mark can escape; :attr:`Measured.how` says 
 
 from __future__ import annotations
 
-import ast
 import json
 import logging
 import os
 import select
 import subprocess
-import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import limits
-from autograder import memory
+from autograder import limits, memory
 from autograder.cgroups import LIMIT_BYTES, Cgroups, writable_hierarchy
-from autograder.config import SOLUTIONS
-from autograder.sandbox import bwrap, sandbox_error, system_binds
-from autograder.verdicts import nbgrader_meta
-
-MIB = 2**20
-MAX_HEADER = 64 * 2**10  # the probe's answer: one JSON line, then the rows it sends
-MAX_ROWS_BYTES = 8 * MIB
-MAX_IMPORTS = 64
-# Each block of at least 128 KiB gets its own mapping and is unmapped when freed: resident
-# memory follows the live allocations, not glibc's heap (whose trim threshold rises).
-GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=131072:glibc.malloc.trim_threshold=131072"
-
-
-# --- the probe's own program (runs in the sandbox, as ``python -I -c RUNNER``) ------------
-
-RUNNER = r'''
-import json, os, sys
-_out = os.fdopen(os.dup(1), "wb", buffering=0)  # to the grader; fd 1 itself goes to stderr
-os.dup2(2, 1)
-sys.stdout = sys.stderr
-try:
-    import ctypes
-    ctypes.CDLL(None).prctl(41, 1, 0, 0, 0)  # PR_SET_THP_DISABLE: 4 KiB pages only
-except Exception:
-    pass
-request = json.loads(sys.stdin.readline())
-
-
-def run_cells(cells, ns):
-    for source in cells:
-        code = "\n".join(l for l in source.splitlines() if not l.lstrip().startswith(("%", "!")))
-        try:
-            exec(compile(code, "<cell>", "exec"), ns)
-        except BaseException:  # a cell that raises stops only itself, as in a notebook
-            pass
-
-
-ns = {"__name__": "__main__"}
-run_cells(request["setup"], ns)
-import importlib
-for name in request["imports"]:
-    try:
-        importlib.import_module(name)
-    except BaseException:
-        pass
-import gc
-import numpy as np
-rng = np.random.default_rng(request["seed"])
-args = [rng.normal(size=tuple(shape)) for shape in request["shapes"]]
-kwargs = request["kwargs"]
-try:
-    exec(request["warmup"], {"np": np, "args": args, "kwargs": kwargs})
-except Exception:
-    pass
-estimate = None
-if request["estimate"]:  # no cgroup: autograder.memory's in-process measure, in this process
-    estimate = {"__name__": "autograder_memory_estimate"}
-    exec(compile(request["estimate"], "<autograder.memory>", "exec"), estimate)
-gc.collect()
-try:
-    ctypes.CDLL(None).malloc_trim(0)
-except Exception:
-    pass
-_out.write(b"ready\n")
-if sys.stdin.readline() != "go\n":
-    os._exit(3)
-sys.stdin.close()
-
-run_cells(request["cells"], ns)
-reply, data, whole = {}, b"", None
-try:
-    fn = ns[request["name"]]
-except KeyError:
-    reply = {"missing": True}
-else:
-    try:
-        if estimate is not None:
-            out, peak, how = estimate["peak_call_memory"](fn, *args, **kwargs)
-            reply["estimate"] = {"peak": int(peak), "how": str(how)}
-        else:
-            out = fn(*args, **kwargs)
-        cls = type(out)
-        value = {"type": cls.__name__[:200], "ndarray": np.ndarray in cls.__mro__}
-        if value["ndarray"]:
-            plain = np.ndarray.view(out, np.ndarray)
-            value["shape"] = [int(n) for n in plain.shape][:32]
-            value["dtype"] = str(plain.dtype)[:100]
-            rows = request["rows"]
-            if rows is None and plain.dtype == np.float64 and plain.ndim == 2 and \
-                    plain.size * 8 <= request["max_bytes"]:
-                whole = plain  # sent as it is, 64 rows at a time: no copy of it here
-                value["nbytes"] = plain.size * 8
-            elif rows and plain.dtype == np.float64 and plain.ndim == 2 and \
-                    plain.shape[0] > max(rows):
-                data = np.ascontiguousarray(plain[rows]).tobytes()
-        value.setdefault("nbytes", len(data))
-        reply["value"] = value
-    except BaseException as exc:
-        import builtins
-        kinds = [k for k in ("NotImplementedError", "ValueError", "TypeError", "NameError",
-                             "MemoryError", "ImportError", "KeyboardInterrupt", "Exception")
-                 if isinstance(exc, getattr(builtins, k))]
-        try:
-            message = str(exc)[:2000]
-        except BaseException:
-            message = "(its message could not be read)"
-        reply = {"raised": {"type": type(exc).__name__[:200], "kinds": kinds,
-                            "message": message}}
-_out.write(json.dumps(reply).encode() + b"\n" + data)
-if whole is not None:
-    for i in range(0, whole.shape[0], 64):
-        _out.write(np.ascontiguousarray(whole[i:i + 64]).data)
-_out.close()
-os._exit(0)  # no atexit handler or thread of the learner's runs after the answer
-'''
+from autograder.peak_probe_answer import (MAX_HEADER, MAX_ROWS_BYTES, MIB, BrokenAnswer,
+                                          Measured, read_answer)
+from autograder.peak_probe_program import ENV, command, imported_modules
 
 
 def mode() -> str:
     """``cgroup v1``, ``cgroup v2`` or ``in-process estimate``: how peaks are measured here."""
     found, _why = writable_hierarchy()
     return f"cgroup v{found.version}" if found is not None else "in-process estimate"
-
-
-# --- the probe --------------------------------------------------------------------------
-
-@dataclass
-class Measured:
-    """What the probe measured of one call.
-
-    ``peak``: bytes (None when the call did not complete); ``how``: how it was measured;
-    ``value``: the result's ``type`` name, ``ndarray`` (bool), ``shape``, ``dtype`` and
-    ``rows`` (the whole result, or the requested rows, as a float64 array, when it is a 2-D
-    float64 array);
-    ``raised``: the exception the call raised (``type``, ``kinds``, ``message``);
-    ``missing``: the solution cells define no such name; ``error``: why the probe gave no
-    answer (time limit, memory limit, a broken answer); ``baseline``: bytes resident in
-    the probe when the learner's code began (cgroup only)."""
-
-    how: str
-    peak: int | None = None
-    value: dict = field(default_factory=dict)
-    raised: dict | None = None
-    missing: bool = False
-    error: str = ""
-    baseline: int | None = None
-    seconds: float = 0.0
-
-
-def setup_cells(assignment: str) -> list[str]:
-    """The setup cells (locked instructor code that is no test) of ``assignment``'s source
-    notebook in ``solutions/``: the only code the probe runs before its baseline."""
-    import nbformat
-
-    nb = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
-    return [c.source for c in nb.cells if c.cell_type == "code" and
-            (meta := nbgrader_meta(c)).get("locked") and not meta.get("grade")
-            and not meta.get("solution")]
-
-
-def solution_cells(nb) -> list[str]:
-    """The solution cells of the notebook being graded, in order (where the contract puts
-    the graded functions and their helpers; not the learner's other cells)."""
-    cells = nb.cells if nb is not None else []
-    return [c.source for c in cells if c.cell_type == "code" and nbgrader_meta(c).get("solution")]
-
-
-def imported_modules(cells: list[str]) -> list[str]:
-    """Module names the cells' ``import`` statements name (anywhere in them, functions too;
-    for ``from a import b`` both ``a`` and ``a.b``, which may be a submodule)."""
-    names: list[str] = []
-    for source in cells:
-        code = "\n".join(ln for ln in source.splitlines()
-                         if not ln.lstrip().startswith(("%", "!")))
-        try:
-            tree = ast.parse(code)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names += [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names.append(node.module)
-                names += [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
-    return list(dict.fromkeys(names))[:MAX_IMPORTS]
-
-
-def _probe_binds() -> list[str]:
-    """The sandbox's system binds without GPU devices (GPU memory is in no cgroup)."""
-    binds, out, i = system_binds(), [], 0
-    while i < len(binds):
-        if binds[i] == "--dev-bind-try":
-            i += 3
-            continue
-        out.append(binds[i])
-        i += 1
-    return out
-
-
-ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp",
-       "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": "/tmp/matplotlib",
-       "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-       "NUMPY_MADVISE_HUGEPAGE": "0", "GLIBC_TUNABLES": GLIBC_TUNABLES}
-
-
-def command() -> tuple[list[str], bool]:
-    """(the probe's command line, whether it is sandboxed)."""
-    py = [sys.executable, "-I", "-c", RUNNER]
-    if sandbox_error() is not None:
-        return py, False
-    box = [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-           "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp",
-           *_probe_binds(), "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
-    for k, v in ENV.items():
-        box += ["--setenv", k, v]
-    return [*box, "--", *py], True
 
 
 def _cpu() -> int | None:
@@ -316,74 +106,12 @@ class _Pipes:
                 if buf is self.err and len(buf) > 4096:
                     del buf[:-4096]
                 if buf is self.out and len(buf) > MAX_HEADER + MAX_ROWS_BYTES + 16:
-                    raise _Broken("the probe wrote more than its answer can hold")
+                    raise BrokenAnswer("the probe wrote more than its answer can hold")
         return True
 
     def stderr_tail(self) -> str:
         return bytes(self.err[-300:]).decode("utf-8", "replace").strip()
 
-
-class _Broken(Exception):
-    """The probe's answer is not one its program writes."""
-
-
-def _header(out: bytearray) -> dict:
-    line = bytes(out[:out.index(b"\n")]) if b"\n" in out else b""
-    try:
-        reply = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise _Broken("its answer is not JSON") from None
-    if type(reply) is not dict:
-        raise _Broken("its answer is not a JSON object")
-    return reply
-
-
-def _answer(out: bytearray, rows: list[int] | None, measured: Measured) -> None:
-    """Fill ``measured`` from the probe's answer (checked before it is read)."""
-    reply = _header(out)
-    data = bytes(out[out.index(b"\n") + 1:])
-    if reply.get("missing") is True:
-        measured.missing = True
-        return
-    if "raised" in reply:
-        raised = reply["raised"]
-        if type(raised) is not dict:
-            raise _Broken("a malformed report of an exception")
-        measured.raised = {"type": str(raised.get("type", ""))[:200],
-                           "kinds": [str(k)[:40] for k in raised.get("kinds", [])
-                                     if type(k) is str][:20]
-                           if type(raised.get("kinds")) is list else [],
-                           "message": str(raised.get("message", ""))[:2000]}
-        return
-    value = reply.get("value")
-    if type(value) is not dict or type(value.get("type")) is not str or \
-            type(value.get("ndarray")) is not bool or type(value.get("nbytes")) is not int:
-        raise _Broken("a malformed description of the result")
-    measured.value = {"type": value["type"][:200], "ndarray": value["ndarray"]}
-    if value["ndarray"]:
-        shape, dtype = value.get("shape"), value.get("dtype")
-        if type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape) or \
-                type(dtype) is not str:
-            raise _Broken("a malformed shape or dtype")
-        measured.value.update(shape=tuple(shape), dtype=dtype[:100])
-    if value["nbytes"]:
-        import numpy as np
-
-        shape = measured.value.get("shape", (0, 0))
-        width = shape[1:2] or (0,)
-        count = shape[0] if rows is None and len(shape) == 2 else len(rows or ())
-        if value["nbytes"] != len(data) or len(data) != count * width[0] * 8 or \
-                measured.value.get("dtype") != "float64":
-            raise _Broken("the rows it sent are not the rows asked for")
-        measured.value["rows"] = np.frombuffer(data, dtype="<f8").reshape(count, width[0])
-    elif data:
-        raise _Broken("bytes after its answer")
-    estimate = reply.get("estimate")
-    if estimate is not None:
-        if type(estimate) is not dict or type(estimate.get("peak")) is not int:
-            raise _Broken("a malformed estimate")
-        measured.peak = estimate["peak"]
-        measured.how += f", by {str(estimate.get('how'))[:40]}"
 
 
 _WARNED: list[str] = []
@@ -454,7 +182,7 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
             measured.error = _stopped(proc, pipes, timeout, "before the learner's cells ran")
             return measured
         if bytes(pipes.out) != b"ready\n":
-            raise _Broken("it did not say it was ready")
+            raise BrokenAnswer("it did not say it was ready")
         del pipes.out[:]
         if groups is not None:
             measured.baseline = groups.usage(groups.setup)
@@ -487,11 +215,11 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
             measured.error = (f"the probe ended (status {proc.returncode}) without an answer"
                               + (f": {pipes.stderr_tail()}" if pipes.stderr_tail() else ""))
             return measured
-        _answer(pipes.out, None if rows is None else list(rows), measured)
+        read_answer(pipes.out, None if rows is None else list(rows), measured)
         if groups is None and measured.peak is None and measured.value:
-            raise _Broken("no estimate came with the result")
+            raise BrokenAnswer("no estimate came with the result")
         return measured
-    except _Broken as exc:
+    except BrokenAnswer as exc:
         measured.error = f"the probe's answer could not be read: {exc}"
         return measured
     except OSError as exc:  # the cgroup files or the pipes failed the grader

@@ -20,7 +20,7 @@ from submissions import filled_notebook, parse_variant, variants
 import autograder
 from autograder.config import EXERCISES, SOLUTIONS
 from autograder.notebook import grade_id, is_manual_cell, is_test_cell
-from autograder.rust import find_rustc
+from autograder.rust_source import find_rustc
 
 ASSIGNMENTS = list(autograder.ASSIGNMENTS)  # the registry: exercises found in solutions/
 pytestmark = pytest.mark.slow  # runs notebooks in kernels

@@ -1,5 +1,5 @@
 """Warm kernels start clean (issue 16): two submissions graded back to back by one worker,
-so both kernels are forked by the same warm sandbox (autograder.sandbox.Zygote).
+so both kernels are forked by the same warm sandbox (autograder.warm_sandbox.Zygote).
 
 The first learner leaves everything a kernel can leave behind: a global, a monkey-patch
 of numpy.sum, a changed module state (numpy's print options, an attribute on json, an
@@ -151,7 +151,7 @@ def test_a_sandbox_whose_python_cannot_start_says_so_at_once(monkeypatch):
     it exits; it used to be waited for until a 300 s accept timeout, then per submission."""
     import shutil
 
-    from autograder import sandbox
+    from autograder import sandbox, warm_sandbox
 
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
@@ -159,4 +159,4 @@ def test_a_sandbox_whose_python_cannot_start_says_so_at_once(monkeypatch):
                         tuple(f for f in sandbox.KERNEL_FILES if f != "verdicts.py"))
     with pytest.raises(RuntimeError, match="did not start: it exited with status 1 before it "
                                            "was ready"):
-        sandbox.Zygote()
+        warm_sandbox.Zygote()

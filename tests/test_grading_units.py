@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from submissions import filled_notebook, write_submission
 
-from autograder import diagnose
+from autograder import diagnose, diagnose_heads
 from autograder.config import EXERCISES
 from autograder.grading import autograde, integrity, results, submission, tampering
 from autograder.grading.results import Row, Status
@@ -293,14 +293,14 @@ def test_multi_head_diagnosis_is_silent_for_torch_and_names_a_head_split_mistake
     with torch.no_grad():
         right = builtin(x, y, y, need_weights=False)[0].numpy()
     x, y = x.numpy(), y.numpy()
-    assert diagnose.multi_head_attention_hint(right, x, y, y, params, h) == ""
+    assert diagnose_heads.multi_head_attention_hint(right, x, y, y, params, h) == ""
     # the heads cut across positions: project, reshape (B, T, d) -> (B, h, T, d_k) directly
     q = (x @ params["q"][0].T + params["q"][1]).reshape(B, h, L, d // h)
     k = (y @ params["k"][0].T + params["k"][1]).reshape(B, h, S, d // h)
     v = (y @ params["v"][0].T + params["v"][1]).reshape(B, h, S, d // h)
     heads = diagnose._softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(d // h)) @ v
     wrong = heads.transpose(0, 2, 1, 3).reshape(B, L, d) @ params["o"][0].T + params["o"][1]
-    assert "heads split by reshaping" in diagnose.multi_head_attention_hint(
+    assert "heads split by reshaping" in diagnose_heads.multi_head_attention_hint(
         wrong, x, y, y, params, h)
 
 

@@ -17,7 +17,7 @@ from autograder import testing
 def test_a_compile_error_of_the_course_keeps_its_name_and_rustc_message_in_a_hidden_case():
     """rustc's message about the learner's own cells, raised by the course's glue, carries
     no hidden input: a hidden case names it as the visible rows do, never as `Exception`."""
-    from autograder.rust import RustCompileError
+    from autograder.rust_source import RustCompileError
 
     error = RustCompileError("cell softmax, line 9: cannot add `usize` to `f64` (error[E0277])")
 
@@ -49,7 +49,7 @@ def test_a_compile_error_out_of_a_hidden_part_keeps_its_message(tmp_path):
     """A hidden part that calls the Rust function itself: the row says the cells do not
     compile (the checker's run_test), where another exception is its kind only."""
     from autograder.checker import Session, run_test
-    from autograder.rust import RustCompileError
+    from autograder.rust_source import RustCompileError
 
     from test_wire import _kernel
 

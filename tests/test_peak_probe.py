@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import cgroups, peak_probe
+from autograder import cgroups, peak_probe, peak_probe_answer, peak_probe_program
 from autograder.checker import Remote
 from autograder.checks import ex06
 from autograder.measure import peak_traced_memory
@@ -39,14 +39,14 @@ def _reference_cells() -> list[str]:
     from autograder.config import SOLUTIONS
 
     nb = nbformat.read(SOLUTIONS / A / f"{A}.ipynb", as_version=4)
-    return peak_probe.solution_cells(nb)
+    return peak_probe_program.solution_cells(nb)
 
 
-SETUP = peak_probe.setup_cells(A)
+SETUP = peak_probe_program.setup_cells(A)
 
 
 def _measure(cells: list[str], name: str = "tiled_attention", is_causal: bool = False,
-             shapes=((T, D),) * 3, timeout: float = 120.0) -> peak_probe.Measured:
+             shapes=((T, D),) * 3, timeout: float = 120.0) -> peak_probe_answer.Measured:
     """``name(Q, K, V, block_size=64, is_causal=...)`` for ex06's shapes, else
     ``name(*arrays)`` for small ones."""
     kwargs = {"block_size": 64, "is_causal": is_causal} if shapes[0][0] == T else {}
@@ -55,7 +55,7 @@ def _measure(cells: list[str], name: str = "tiled_attention", is_causal: bool = 
                                    timeout=timeout)
 
 
-def _ok(m: peak_probe.Measured) -> peak_probe.Measured:
+def _ok(m: peak_probe_answer.Measured) -> peak_probe_answer.Measured:
     assert not m.error and m.raised is None and not m.missing, m
     assert m.peak is not None
     return m
@@ -259,7 +259,7 @@ def test_imported_modules():
     cells = ["import numpy as np, os.path\nfrom a.b import c, d\nfrom . import rel\n",
              "def f():\n    import torch\n    from x import *\n", "%timeit 1\nimport math",
              "def broken(:\n"]
-    assert peak_probe.imported_modules(cells) == ["numpy", "os.path", "a.b", "a.b.c", "a.b.d",
+    assert peak_probe_program.imported_modules(cells) == ["numpy", "os.path", "a.b", "a.b.c", "a.b.d",
                                                   "torch", "x", "math"]
 
 

@@ -13,7 +13,7 @@ import textwrap
 import nbformat
 import pytest
 
-from autograder import rust
+from autograder import rust, rust_source
 from autograder.checks import ex08
 from autograder.reference import python_attention
 
@@ -33,7 +33,7 @@ SOFTMAX = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def reference():
-    assert rust.find_rustc(), rust.INSTALL_HINT
+    assert rust_source.find_rustc(), rust_source.INSTALL_HINT
     return rust.load()
 
 
@@ -90,12 +90,12 @@ def test_panic_todo_and_compile_errors_point_at_the_learners_lines():
     body = "\nfn softmax(row: &[f64]) -> Result<Vec<f64>, String> {\n    let m = row[5];\n" \
            "    Ok(vec![m])\n}\n"
     lib = rust.compile_rust([S("cell_softmax.rs", body)])
-    with pytest.raises(rust.RustPanic, match=r"index out of bounds.*cell_softmax\.rs:3:13"):
+    with pytest.raises(rust_source.RustPanic, match=r"index out of bounds.*cell_softmax\.rs:3:13"):
         lib.functions["softmax"]([1.0])
     stub = "\nfn softmax(row: &[f64]) -> Result<Vec<f64>, String> {\n    todo!()\n}\n"
     with pytest.raises(NotImplementedError, match="not yet implemented"):
         rust.compile_rust([S("cell_softmax.rs", stub)]).functions["softmax"]([1.0])
-    with pytest.raises(rust.RustCompileError) as err:
+    with pytest.raises(rust_source.RustCompileError) as err:
         rust.compile_rust([S("cell_softmax.rs", body.replace("row[5]", "row[5] + 1"))])
     assert "--> cell_softmax.rs:3:" in str(err.value) and "E0277" in str(err.value)
     # ...and its first line names the cell, the line (as the notebook numbers it) and why
@@ -103,7 +103,7 @@ def test_panic_todo_and_compile_errors_point_at_the_learners_lines():
         "cell softmax, line 3 (let m = row[5] + 1;): cannot add `{integer}` to `f64` "
         "(error[E0277])"), str(err.value)
     # A changed signature is reported with the one the course calls.
-    with pytest.raises(rust.RustCompileError, match=r"(?s)keep it exactly.*fn softmax\(row: &\[f64\]\)"):
+    with pytest.raises(rust_source.RustCompileError, match=r"(?s)keep it exactly.*fn softmax\(row: &\[f64\]\)"):
         rust.compile_rust([S("cell_softmax.rs", "fn softmax(row: Vec<f64>) -> Result<Vec<f64>, "
                                                 "String> { Ok(row) }")])
 
@@ -148,7 +148,7 @@ def test_cell_magic_binds_replaces_and_survives_compile_errors():
         # A compile error raises rustc's message and removes the stale function.
         result = shell.run_cell("%%rust\nfn softmax(row: &[f64]) -> Result<Vec<f64>, String> "
                                 "{\n    Ok(1)\n}\n")
-        assert isinstance(result.error_in_exec, rust.RustCompileError)
+        assert isinstance(result.error_in_exec, rust_source.RustCompileError)
         assert "cell_softmax.rs:3:8" in str(result.error_in_exec)
         assert "softmax" not in shell.user_ns
         # A cell that calls it says so in one line, instead of rustc's "cannot find function"
@@ -199,8 +199,8 @@ def test_missing_rustc_says_how_to_install_it(monkeypatch, tmp_path):
     monkeypatch.delenv("RUSTC", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("CARGO_HOME", str(tmp_path))
-    assert rust.find_rustc() is None
-    with pytest.raises(rust.RustcNotFound, match="rustup.rs.*apt-get install rustc"):
+    assert rust_source.find_rustc() is None
+    with pytest.raises(rust_source.RustcNotFound, match="rustup.rs.*apt-get install rustc"):
         rust.compile_rust([S("cell_softmax.rs", SOFTMAX)])
 
 

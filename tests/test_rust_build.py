@@ -18,8 +18,9 @@ import nbformat
 import pytest
 from conftest import REPO
 
-from autograder import checker, rust, rust_build
-from autograder.rust import RustSource as S
+from autograder import (checker, rust_build, rust_compile, rust_program, rust_protocol,
+                        rust_source, rust_toolchain)
+from autograder.rust_source import RustSource as S
 from autograder.sandbox import sandbox_error
 
 needs_sandbox = pytest.mark.skipif(sandbox_error() is not None,
@@ -85,7 +86,7 @@ IDENTITY_ATTENTION = textwrap.dedent("""
 @pytest.fixture(scope="module", autouse=True)
 def private_cache(tmp_path_factory):
     """A cache folder of this module's own (builds are keyed by their sources anyway)."""
-    assert rust.find_rustc(), rust.INSTALL_HINT
+    assert rust_source.find_rustc(), rust_source.INSTALL_HINT
     folder = tmp_path_factory.mktemp("rust-grader-cache")
     old = os.environ.get("AUTOGRADER_RUST_GRADER_CACHE")
     os.environ["AUTOGRADER_RUST_GRADER_CACHE"] = str(folder)
@@ -98,11 +99,11 @@ def private_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def multi(private_cache):
-    built = rust_build.build([S("cell_softmax.rs", MULTI),
+    built = rust_compile.build([S("cell_softmax.rs", MULTI),
                               S("cell_scaled_dot_product_attention.rs", IDENTITY_ATTENTION)])
     assert built.error is None and built.forbid_error is None, built.error
     assert built.functions == ("softmax", "scaled_dot_product_attention")
-    program = rust_build.RustProgram(built, timeout=30)
+    program = rust_program.RustProgram(built, timeout=30)
     yield program
     program.close()
 
@@ -133,7 +134,7 @@ def test_err_panic_and_todo_are_python_exceptions_and_the_process_goes_on(multi)
         multi.call("softmax", ([1.0],))
     assert str(err.value) == "no scores\nat all: a \\ and a \t tab, π"
     pid = multi.pid
-    with pytest.raises(rust.RustPanic) as panic:
+    with pytest.raises(rust_source.RustPanic) as panic:
         multi.call("softmax", ([2.0],))
     assert isinstance(panic.value, RuntimeError)
     assert not isinstance(panic.value, NotImplementedError)
@@ -168,11 +169,11 @@ def test_arguments_are_checked_before_they_are_sent(multi):
 
 
 def test_an_endless_loop_fails_at_the_limit_and_the_next_call_starts_anew(multi):
-    short = rust_build.RustProgram(multi.build, timeout=1)
+    short = rust_program.RustProgram(multi.build, timeout=1)
     try:
         assert short.call("softmax", ([0.0, 1.0],)) == [0.0, 1.0]
         first = short.pid
-        with pytest.raises(rust_build.RustTimeout, match="softmax ran longer than 1 s of CPU time"):
+        with pytest.raises(rust_protocol.RustTimeout, match="softmax ran longer than 1 s of CPU time"):
             short.call("softmax", ([5.0],))
         assert short.pid is None  # killed
         assert short.call("softmax", ([0.0, 2.0],)) == [0.0, 2.0]
@@ -182,16 +183,16 @@ def test_an_endless_loop_fails_at_the_limit_and_the_next_call_starts_anew(multi)
 
 
 def test_memory_limit_exit_and_crash_are_failures_not_the_end(multi):
-    with pytest.raises(rust_build.RustCrashed, match="memory allocation of 8589934592 bytes "
+    with pytest.raises(rust_protocol.RustCrashed, match="memory allocation of 8589934592 bytes "
                                                      "failed"):
         multi.call("softmax", ([6.0, 5.0],))
-    with pytest.raises(rust_build.RustCrashed, match="exited with status 3"):
+    with pytest.raises(rust_protocol.RustCrashed, match="exited with status 3"):
         multi.call("softmax", ([7.0],))
     assert multi.call("softmax", ([0.0, 4.0],)) == [0.0, 4.0]
 
 
 def test_a_reply_over_the_limit_is_refused(multi):
-    with pytest.raises(rust_build.RustRefused, match="longer than 4194304 bytes"):
+    with pytest.raises(rust_protocol.RustRefused, match="longer than 4194304 bytes"):
         multi.call("softmax", ([8.0],))
     assert multi.call("softmax", ([0.0, 5.0],)) == [0.0, 5.0]
 
@@ -218,11 +219,11 @@ def _softmax_crate(body: str) -> list[S]:
 
 
 def test_the_forbid_build_refuses_unsafe_even_under_an_inner_allow():
-    built = rust_build.build(_softmax_crate(
+    built = rust_compile.build(_softmax_crate(
         "    #[allow(unsafe_code)]\n    let x = unsafe { *row.get_unchecked(0) };\n"
         "    Ok(vec![x])"))
     assert built.error is None  # the plain build works: only the rule test depends on it
-    program = rust_build.RustProgram(built, timeout=30)
+    program = rust_program.RustProgram(built, timeout=30)
     try:
         assert program.call("softmax", ([2.5],)) == [2.5]
     finally:
@@ -230,24 +231,24 @@ def test_the_forbid_build_refuses_unsafe_even_under_an_inner_allow():
     assert "usage of an `unsafe` block" in built.forbid_error
     assert "--> cell_softmax.rs:4:" in built.forbid_error
     assert "allow(unsafe_code) incompatible with previous forbid" in built.forbid_error
-    exported = rust_build.build(_softmax_crate("    Ok(row.to_vec())") + [
+    exported = rust_compile.build(_softmax_crate("    Ok(row.to_vec())") + [
         S("cell_helper.rs", "\n#[no_mangle]\nfn helper() {}\n")])
     assert exported.error is None and "`no_mangle`" in exported.forbid_error
     # Comments, strings and an unexecuted `extern` block are not unsafe code.
-    fine = rust_build.build(_softmax_crate(
+    fine = rust_compile.build(_softmax_crate(
         "    /* unsafe /* nested: unsafe { } */ still a comment: std::fs */\n"
         '    let _note = "unsafe { std::process::exit(1) }";\n'
         "    Ok(row.to_vec())") + [S("cell_c.rs", '\nextern "C" { fn abs(x: i32) -> i32; }\n')])
     assert (fine.error, fine.forbid_error) == (None, None)
     # The check build alone (the kernel's own functions) says the same.
-    assert rust_build.forbid_problem(fine.sources) is None
-    assert rust_build.forbid_problem(built.sources) == built.forbid_error
+    assert rust_compile.forbid_problem(fine.sources) is None
+    assert rust_compile.forbid_problem(built.sources) == built.forbid_error
 
 
 def test_a_symbol_outside_the_standard_library_does_not_link():
     """An ``extern`` block naming the Python interpreter's C API (which a library loaded
     into the kernel could reach): the grader's program has no such symbol."""
-    built = rust_build.build(_softmax_crate(
+    built = rust_compile.build(_softmax_crate(
         "    Ok(vec![unsafe { *Py_GetVersion() } as f64])") + [
         S("cell_ffi.rs", '\nextern "C" { fn Py_GetVersion() -> *const u8; }\n')])
     assert built.binary is None
@@ -260,7 +261,7 @@ def test_compile_time_reads_find_no_file_of_the_graders():
     notebook = REPO / "solutions" / "ex08_rust_attention" / "ex08_rust_attention.ipynb"
     for path in ("/etc/hostname", str(GRADER_FILE), str(notebook)):
         assert os.path.isfile(path)  # here, outside the sandbox
-        built = rust_build.build(_softmax_crate(
+        built = rust_compile.build(_softmax_crate(
             f"    let s = include_str!({json.dumps(path)});\n    Ok(vec![s.len() as f64])"))
         assert built.binary is None
         assert f"couldn't read `{path}`" in built.error, built.error
@@ -276,14 +277,14 @@ def test_a_compile_error_names_the_cell_and_line_and_every_call_raises_it():
     functions = rust_build.built_functions(session)
     for name, args in [("softmax", ([1.0],)),
                        ("scaled_dot_product_attention", ([[1.0]], [[1.0]], [[1.0]]))]:
-        with pytest.raises(rust.RustCompileError) as err:
+        with pytest.raises(rust_source.RustCompileError) as err:
             functions[name](*args)
         assert "--> cell_softmax.rs:3:8" in str(err.value) and "E0308" in str(err.value)
         assert str(err.value).splitlines()[0] == (  # the cell, its line, rustc's message
             "your %%rust cells do not compile: cell softmax, line 3 (Ok(1)): mismatched "
             "types (error[E0308])"), str(err.value)
     # A changed signature is reported with the one the course calls.
-    built = rust_build.build([S("cell_softmax.rs", "\nfn softmax(row: Vec<f64>) -> Result<"
+    built = rust_compile.build([S("cell_softmax.rs", "\nfn softmax(row: Vec<f64>) -> Result<"
                                                    "Vec<f64>, String> { Ok(row) }\n")])
     assert "keep it exactly" in built.error and SIGNATURE in built.error
 
@@ -323,7 +324,7 @@ def test_the_notebooks_rust_solution_cells_and_only_those_are_built():
             hook()
     only = rust_build.built_functions(SimpleNamespace(notebook=nbformat.v4.new_notebook(
         cells=[_cell(softmax, "softmax")]), timeout=30, on_close=[]))
-    with pytest.raises(rust_build.RustNotDefined, match="no `fn scaled_dot_product_attention`"):
+    with pytest.raises(rust_protocol.RustNotDefined, match="no `fn scaled_dot_product_attention`"):
         only["scaled_dot_product_attention"]([[1.0]], [[1.0]], [[1.0]])
     only["softmax"].program.close()
 
@@ -338,17 +339,17 @@ def test_the_process_is_killed_when_the_session_closes(tmp_path):
     assert proc.poll() is None
     session.close()
     assert proc.poll() is not None and program.pid is None
-    with pytest.raises(rust_build.RustCallFailed, match="closed"):
+    with pytest.raises(rust_protocol.RustCallFailed, match="closed"):
         functions["softmax"]([0.0, 1.0])
 
 
 def test_builds_are_cached_by_their_sources(private_cache):
     files = _softmax_crate("    Ok(row.iter().map(|x| x * 2.0).collect())")
-    first = rust_build.build(files)
-    again = rust_build.build(files)
+    first = rust_compile.build(files)
+    again = rust_compile.build(files)
     assert (first.cached, again.cached) == (False, True)
     assert again.binary == first.binary and again.binary.parent.parent == private_cache
-    other = rust_build.build(_softmax_crate("    Ok(row.iter().map(|x| x * 3.0).collect())"))
+    other = rust_compile.build(_softmax_crate("    Ok(row.iter().map(|x| x * 3.0).collect())"))
     assert other.cached is False and other.binary != first.binary
 
 
@@ -358,8 +359,8 @@ def test_the_cache_folder_must_be_the_graders_own(tmp_path, monkeypatch):
     open_folder.chmod(0o777)
     monkeypatch.setenv("AUTOGRADER_RUST_GRADER_CACHE", str(open_folder))
     with pytest.raises(OSError, match="not the grader's own folder"):
-        rust_build.cache_dir()
-    built = rust_build.build(_softmax_crate("    Ok(row.to_vec())"))
+        rust_toolchain.cache_dir()
+    built = rust_compile.build(_softmax_crate("    Ok(row.to_vec())"))
     assert built.binary is None and "cannot compile Rust" in built.error
 
 

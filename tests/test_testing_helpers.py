@@ -227,7 +227,7 @@ def test_assert_close_in_plain_python_gives_numpys_verdict_and_message():
     same verdict and the same message as the NumPy comparison."""
     import random
 
-    from autograder.testing import _assert_close_array, _assert_close_plain
+    from autograder.closeness import _assert_close_array, _assert_close_plain
 
     rng = random.Random(2026)
     failed = 0
@@ -241,7 +241,7 @@ def test_assert_close_in_plain_python_gives_numpys_verdict_and_message():
 
 
 def test_assert_close_in_plain_python_catches_what_numpy_catches():
-    from autograder.testing import _assert_close_plain, _round6
+    from autograder.closeness import _assert_close_plain, _round6
 
     def wrong(actual, expected):
         return _verdict(_assert_close_plain, actual, expected, show_expected=True)

@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
-from autograder.diagnose import variance_hint
+from autograder.diagnose_encoding import variance_hint
 from autograder.reference.scaling import sample_variance_std
 from autograder.reference.scaling import dot_product_variance as reference
 from autograder.testing import call_learner as _call

@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
-from autograder.diagnose import positional_encoding_hint, shift_matrix_hint
+from autograder.diagnose_encoding import positional_encoding_hint, shift_matrix_hint
 from autograder.reference import positional_encoding as ref
 from autograder.testing import call_learner as _call
 from autograder.testing import assert_close, expect_value_error, explain, fail

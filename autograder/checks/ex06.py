@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 
 from autograder import diagnose
-from autograder import peak_probe
+from autograder import peak_probe, peak_probe_program
 from autograder.checker import Remote
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.memory import peak_call_memory
@@ -325,9 +325,10 @@ def _peak_in_probe(tiled: Remote, is_causal: bool, T: int, d: int, block_size: i
     fresh = ("this test runs your function in a fresh Python that has run the notebook's "
              "setup cells and your solution cells only: define what it uses in its own cell")
     measured = peak_probe.measure_call(
-        peak_probe.setup_cells(ASSIGNMENT), peak_probe.solution_cells(session.notebook),
-        name, [(T, d)] * 3, {"block_size": block_size, "is_causal": is_causal}, seed=seed,
-        warmup=WARMUP, timeout=float(session.timeout or 60))
+        peak_probe_program.setup_cells(ASSIGNMENT),
+        peak_probe_program.solution_cells(session.notebook), name, [(T, d)] * 3,
+        {"block_size": block_size, "is_causal": is_causal}, seed=seed, warmup=WARMUP,
+        timeout=float(session.timeout or 60))
     if measured.error:
         fail(f"{what}: {measured.error}")
     if measured.missing:

@@ -6,7 +6,7 @@ functions: the same known values, random shapes, stability, T_q != T_k and error
 itself from the notebook's ``%%rust`` solution cells and runs in its own sandboxed process
 (:class:`autograder.rust_build.BuiltRust`, through :data:`autograder.checker.BUILT`): no
 Python object of the learner's can pose as them. The course's own tests and ``check``
-pass the kernel's :class:`autograder.rust.RustFunction` objects, which are accepted too.
+pass the kernel's :class:`autograder.rust_ffi.RustFunction` objects, which are accepted too.
 Each check first makes sure it was given one of those two, not a Python function of the
 same name. :func:`uses_only_safe_std` is judged by construction: the functions work in the
 sandbox (no files, network or processes there) and the cells compile under
@@ -20,14 +20,16 @@ from typing import Callable
 
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.checks import ex01
-from autograder.rust import RustFunction, RustSource
-from autograder.rust_build import BuiltRust, forbid_problem
+from autograder.rust_ffi import RustFunction
+from autograder.rust_source import RustSource
+from autograder.rust_build import BuiltRust
+from autograder.rust_compile import forbid_problem
 from autograder.testing import call_learner, fail
 
 
 def _is_rust_function(fn) -> bool:
-    """A :class:`~autograder.rust.RustFunction` calling into a compiled library. By name, not
-    ``isinstance``: the notebook may load its own copy of :mod:`autograder.rust`."""
+    """A :class:`~autograder.rust_ffi.RustFunction` calling into a compiled library. By name, not
+    ``isinstance``: the notebook may load its own copy of :mod:`autograder.rust_ffi`."""
     return (type(fn).__name__ == RustFunction.__name__
             and type(fn).__module__ == RustFunction.__module__
             and isinstance(getattr(fn, "_fn", None), ctypes._CFuncPtr))

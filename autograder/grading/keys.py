@@ -22,7 +22,13 @@ from autograder.grading.submission import read_submitted
 
 # The code behind the hidden tests (relative to the repository): a fix there changes grades.
 CHECK_CODE = ("autograder/checks", "autograder/reference", "autograder/testing.py",
-              "autograder/diagnose.py", "autograder/rust.py", "autograder/rust_build.py")
+              "autograder/check_failure.py", "autograder/closeness.py", "autograder/python_only.py",
+              "autograder/diagnose.py", "autograder/diagnose_encoding.py",
+              "autograder/diagnose_heads.py", "autograder/rust.py", "autograder/rust_source.py",
+              "autograder/rust_glue.py", "autograder/rust_ffi.py", "autograder/rust_build.py",
+              "autograder/rust_compile.py", "autograder/rust_main.py",
+              "autograder/rust_program.py", "autograder/rust_protocol.py",
+              "autograder/rust_toolchain.py")
 
 
 def _files(path: Path) -> list[Path]:

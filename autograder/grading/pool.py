@@ -31,7 +31,7 @@ def default_jobs(assignments, uses_torch=None) -> int:
     workers 18.5 s and 31 CPU s, 3 workers 19.0 s and 34, 4 workers 21.2 s and 39: each
     worker imports nbgrader and keeps a warm sandbox)."""
     if uses_torch is None:
-        from autograder.sandbox import preload_for
+        from autograder.warm_sandbox import preload_for
 
         uses_torch = any(preload_for(a) for a in assignments)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
@@ -167,7 +167,7 @@ def preload() -> None:
 
     import autograder.grading.autograde  # noqa: F401
     import autograder.nbgrader_plugins  # noqa: F401
-    import autograder.sandbox  # noqa: F401
+    import autograder.sandboxed_kernel  # noqa: F401
     from autograder.grading import speedups
 
     speedups.apply()
@@ -236,9 +236,9 @@ def _fork(argv: list[str], workspace: Path, log: Path):
             traceback.print_exc()
         finally:
             try:
-                from autograder import sandbox
+                from autograder import warm_sandbox
 
-                sandbox.close_warm()  # what atexit does for a worker that is a new interpreter
+                warm_sandbox.close_warm()  # what atexit does for a worker that is a new interpreter
                 sys.stdout.flush()
                 sys.stderr.flush()
             finally:
@@ -293,10 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         kernel_memory.set_cap(cap)
 
     if args.warm and os.environ.get("AUTOGRADER_SANDBOX") == "1":
-        from autograder import sandbox
+        from autograder import warm_sandbox
 
-        if sandbox.warm_kernels():
-            sandbox.prewarm([a for a in args.warm.split(",") if a])
+        if warm_sandbox.warm_kernels():
+            warm_sandbox.prewarm([a for a in args.warm.split(",") if a])
     sys.modules.setdefault("rfc3987_syntax", None)  # see autograder/__main__.py
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory

@@ -20,7 +20,7 @@ from autograder.checks.ex05._common import (
     own_attention,
     ref,
 )
-from autograder import diagnose
+from autograder import diagnose_heads
 from autograder.testing import (assert_close, expect_value_error, explain, fail, raised,
                                 some_true_per_row)
 
@@ -126,9 +126,9 @@ def _builtin_forward(builtin, q, k, v, attn_mask=None):
 def _compare(weights, out, expected, what, q, k, v, num_heads, attn_mask=None,
              is_causal=False):
     """assert_close, with the diagnosis of the usual mistakes (scale, head split or merge,
-    mask convention) when it fails; see :func:`autograder.diagnose.multi_head_hint`
+    mask convention) when it fails; see :func:`autograder.diagnose_heads.multi_head_hint`
     (``weights``: a module holding the learner's module's weights, the reference here)."""
-    with explain(lambda: diagnose.multi_head_hint(weights, out, q, k, v, attn_mask, is_causal,
+    with explain(lambda: diagnose_heads.multi_head_hint(weights, out, q, k, v, attn_mask, is_causal,
                                                   num_heads=num_heads)):
         assert_close(_np(out), _np(expected), what, rtol=RTOL, atol=ATOL)
 
@@ -141,7 +141,7 @@ def mha_hint(module, out, query, key=None, value=None, attn_mask=None,
     none does. For the failure messages of the notebook's visible tests (with
     :func:`autograder.testing.explain`); it names a mistake and reveals no expected value."""
     try:
-        return diagnose.multi_head_hint(module, out, query, key, value, attn_mask, is_causal)
+        return diagnose_heads.multi_head_hint(module, out, query, key, value, attn_mask, is_causal)
     except Exception:  # noqa: BLE001 - a diagnosis never replaces the failure it explains
         return ""
 
@@ -227,7 +227,7 @@ def mha_is_causal(cls, seed: int = 13) -> None:
             what = f"causal self-attention on {device} after changing the tokens after position {t}"
             out = _forward(mine, x2, is_causal=True, what=what, shape=(2, 6, d), device=device)
             if not np.allclose(_np(out)[:, : t + 1], _np(base)[:, : t + 1], rtol=1e-12, atol=1e-12):
-                with explain(lambda: diagnose.multi_head_hint(oracle, out, x2, is_causal=True,
+                with explain(lambda: diagnose_heads.multi_head_hint(oracle, out, x2, is_causal=True,
                                                               num_heads=h)):
                     fail(f"{what}: outputs at positions 0..{t} changed, so the future leaks "
                          "into the past")
@@ -286,8 +286,8 @@ def mha_permutation_equivariant(cls, seed: int = 16) -> None:
     out_p = _forward(mine, x[:, perm], what="self-attention of permuted tokens", shape=(2, L, d),
                      device="cpu")
     # the usual mistake (such as heads split without the transpose), with the module's weights
-    with explain(lambda: diagnose.multi_head_hint(oracle, out, x, num_heads=h)
-                 or diagnose.multi_head_hint(oracle, out_p, x[:, perm], num_heads=h)):
+    with explain(lambda: diagnose_heads.multi_head_hint(oracle, out, x, num_heads=h)
+                 or diagnose_heads.multi_head_hint(oracle, out_p, x[:, perm], num_heads=h)):
         assert_close(_np(out_p), _np(out[:, perm]), "self-attention of permuted tokens against "
                      "the permuted output", rtol=1e-9, atol=1e-10)
 
