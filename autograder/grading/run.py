@@ -35,11 +35,19 @@ CSV_INTERVAL = 1.0  # seconds between two rewrites of grades.csv while a class i
 
 def mark(phase: str) -> None:
     """With ``$AUTOGRADER_PROFILE`` set (benchmarks/bench_grading.py --profile), note when
-    ``phase`` of the run began (the profile prints the time between marks)."""
+    ``phase`` of the run began (the profile prints the time between marks) and this
+    process's peak resident memory so far (KiB; benchmarks/bench_scaling.py)."""
     path = os.environ.get("AUTOGRADER_PROFILE")
     if path:
+        try:
+            import resource
+
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB (macOS: bytes)
+            peak = peak // 1024 if sys.platform == "darwin" else peak
+        except ImportError:  # Windows
+            peak = None
         with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"phase": phase, "at": time.time()}) + "\n")
+            f.write(json.dumps({"phase": phase, "at": time.time(), "maxrss_kb": peak}) + "\n")
 
 
 class ClassRun:
