@@ -142,9 +142,10 @@ def save_rows(workspace: Path, rows: dict) -> None:
     """Write ``grades.csv`` and ``tests.csv`` (each row's ``tests``), sorted by assignment
     then student, safe to open in a spreadsheet (:func:`spreadsheet_safe`)."""
     ordered = sorted(rows.values(), key=lambda r: (r.assignment, r.student_id))
-    write_csv(workspace / GRADES_CSV, FIELDS, spreadsheet_safe([r.to_dict() for r in ordered]))
+    # One row's copy at a time (a class of 2,000 has some 24,000 rows of tests.csv).
+    write_csv(workspace / GRADES_CSV, FIELDS, (_safe_row(r.to_dict()) for r in ordered))
     write_csv(workspace / TESTS_CSV, TEST_FIELDS,
-              spreadsheet_safe([t for r in ordered for t in r.tests]))
+              (_safe_row(t) for r in ordered for t in r.tests))
 
 
 def spreadsheet_safe(rows: list[dict]) -> list[dict]:
@@ -152,19 +153,26 @@ def spreadsheet_safe(rows: list[dict]) -> list[dict]:
     with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, such as a student id
     ``=HYPERLINK(...)`` taken from a folder's name) prefixed with an apostrophe, which
     spreadsheets show as text (OWASP's advice on CSV injection). Numbers stay numbers."""
-    def safe(value):
-        if not isinstance(value, str) or not value.startswith(("=", "+", "-", "@", "\t", "\r")):
-            return value
-        try:
-            float(value)
-            return value
-        except ValueError:
-            return "'" + value
-    return [{k: safe(v) for k, v in row.items()} for row in rows]
+    return [_safe_row(row) for row in rows]
 
 
-def write_csv(path: Path, fieldnames: list[str], rows: list[dict]) -> None:
-    """Replace ``path`` atomically: a killed grader leaves the old file or the new one."""
+def _safe_row(row: dict) -> dict:
+    return {k: _safe(v) for k, v in row.items()}
+
+
+def _safe(value):
+    if not isinstance(value, str) or not value.startswith(("=", "+", "-", "@", "\t", "\r")):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
+
+
+def write_csv(path: Path, fieldnames: list[str], rows) -> None:
+    """Replace ``path`` atomically with ``rows`` (dicts, any iterable): a killed grader
+    leaves the old file or the new one."""
     def write(f) -> None:
         w = csv.DictWriter(f, fieldnames=fieldnames, extrasaction="ignore")
         w.writeheader()
