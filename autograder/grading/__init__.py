@@ -29,7 +29,7 @@ One job per module, with its size in lines (the grading contract page of the boo
   tampering.
 - :mod:`~autograder.grading.gradebook` (104 lines): nbgrader's gradebook (SQLite or
   PostgreSQL): its one URL, its queries.
-- :mod:`~autograder.grading.results` (154 lines): the typed ``Row``, the ``Status`` enum,
+- :mod:`~autograder.grading.results` (193 lines): the typed ``Row``, the ``Status`` enum,
   the CSV files.
 - :mod:`~autograder.grading.environment` (22 lines): the environment of the processes
   grading starts.

@@ -42,10 +42,12 @@ def add_note(row: Row, note: str) -> None:
     row.detail = f"{note}; {row.detail}" if row.detail else note
 
 
-def submissions(gb) -> dict[tuple[str, str], object]:
-    """Every submission in the gradebook ``gb``, (student id, assignment) -> nbgrader's
-    ``SubmittedAssignment``, loaded with what :func:`fill` reads in five queries (nbgrader
-    loads each score, maximum and cell lazily: some forty queries per row otherwise)."""
+def submissions(gb, batch: int = 200):
+    """Every submission in the gradebook ``gb``: ((student id, assignment), nbgrader's
+    ``SubmittedAssignment``) pairs, loaded with what :func:`fill` reads in five queries per
+    ``batch`` of submissions (nbgrader loads each score, maximum and cell lazily: some forty
+    queries per row otherwise). A batch is let go when the next is read: the grader's memory
+    holds ``batch`` submissions' objects, not the class's (50 MiB for a class of 2,000)."""
     from nbgrader.api import Grade, SubmittedAssignment, SubmittedNotebook
     from sqlalchemy.orm import joinedload, selectinload, undefer
 
@@ -56,7 +58,8 @@ def submissions(gb) -> dict[tuple[str, str], object]:
         joinedload(SubmittedAssignment.assignment), joinedload(SubmittedAssignment.student),
         selectinload(SubmittedAssignment.notebooks).selectinload(SubmittedNotebook.grades)
         .options(undefer(Grade.max_score), selectinload(Grade.cell)))
-    return {(s.student.id, s.assignment.name): s for s in query}
+    for s in query.yield_per(batch):
+        yield (s.student.id, s.assignment.name), s
 
 
 def fill(row: Row, gb, loaded: dict | None = None) -> bool:
@@ -129,9 +132,9 @@ def derive_rows(workspace: Path, rows: dict[tuple[str, str], Row]) -> dict[tuple
             for key in [k for k in rows if k[1] not in known]:
                 del rows[key]
             reconcile(workspace, gb)
-            loaded = submissions(gb)
-            for row in rows.values():
-                fill(row, gb, loaded)
+            for key, s in submissions(gb):
+                if key in rows:
+                    fill(rows[key], gb, {key: s})
             if any(not row.max_score for row in rows.values()):
                 maxima = {a.name: float(a.max_score) for a in gb.assignments}
                 for row in rows.values():

@@ -4,8 +4,9 @@ the CSV files (``grades.csv``, ``tests.csv``) written atomically after every sub
 from __future__ import annotations
 
 import csv
+import io
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
 
@@ -84,13 +85,18 @@ class Row:
         return row
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Every field; ``tests`` a new list of the same dicts (``dataclasses.asdict`` copied
+        each test deeply: 0.75 ms a row, 1.5 s for the side table of a class of 2,000)."""
+        out = {name: getattr(self, name) for name in _NAMES}
+        out["tests"] = list(self.tests)
+        return out
 
     @property
     def key(self) -> tuple[str, str]:
         return self.student_id, self.assignment
 
 
+_NAMES = [f.name for f in fields(Row)]
 # The side table keeps every field; grades.csv the ones an instructor reads.
 STATE_CSV = ".autograder/rows.csv"
 STATE_FIELDS = [f.name for f in fields(Row) if f.name != "tests"]
@@ -112,18 +118,34 @@ def load_state(workspace: Path) -> dict[tuple[str, str], Row]:
 def save_state(workspace: Path, rows: dict) -> None:
     """Write the side table atomically (after every graded submission: a killed grader
     loses nothing it recorded)."""
+    write_state(workspace, {key: state_line(row) for key, row in rows.items()})
+
+
+def state_line(row: Row) -> str:
+    """``row``'s record in the side table, as :func:`save_state` writes it."""
+    out = io.StringIO()
+    csv.DictWriter(out, STATE_FIELDS, extrasaction="ignore").writerow(row.to_dict())
+    return out.getvalue()
+
+
+def write_state(workspace: Path, lines: dict[tuple[str, str], str]) -> None:
+    """Write the side table atomically from each row's :func:`state_line`, by (student id,
+    assignment): a grading run keeps them and formats only the row it records (formatting
+    every row after every submission made a class's bookkeeping grow with its square)."""
     (workspace / STATE_CSV).parent.mkdir(parents=True, exist_ok=True)
-    ordered = sorted(rows.values(), key=lambda r: (r.assignment, r.student_id))
-    write_csv(workspace / STATE_CSV, STATE_FIELDS, [r.to_dict() for r in ordered])
+    ordered = sorted(lines, key=lambda key: (key[1], key[0]))  # assignment, then student
+    _replace(workspace / STATE_CSV,
+             lambda f: f.writelines([_STATE_HEADER] + [lines[key] for key in ordered]))
 
 
 def save_rows(workspace: Path, rows: dict) -> None:
     """Write ``grades.csv`` and ``tests.csv`` (each row's ``tests``), sorted by assignment
     then student, safe to open in a spreadsheet (:func:`spreadsheet_safe`)."""
     ordered = sorted(rows.values(), key=lambda r: (r.assignment, r.student_id))
-    write_csv(workspace / GRADES_CSV, FIELDS, spreadsheet_safe([r.to_dict() for r in ordered]))
+    # One row's copy at a time (a class of 2,000 has some 24,000 rows of tests.csv).
+    write_csv(workspace / GRADES_CSV, FIELDS, (_safe_row(r.to_dict()) for r in ordered))
     write_csv(workspace / TESTS_CSV, TEST_FIELDS,
-              spreadsheet_safe([t for r in ordered for t in r.tests]))
+              (_safe_row(t) for r in ordered for t in r.tests))
 
 
 def spreadsheet_safe(rows: list[dict]) -> list[dict]:
@@ -131,24 +153,41 @@ def spreadsheet_safe(rows: list[dict]) -> list[dict]:
     with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, such as a student id
     ``=HYPERLINK(...)`` taken from a folder's name) prefixed with an apostrophe, which
     spreadsheets show as text (OWASP's advice on CSV injection). Numbers stay numbers."""
-    def safe(value):
-        if not isinstance(value, str) or not value.startswith(("=", "+", "-", "@", "\t", "\r")):
-            return value
-        try:
-            float(value)
-            return value
-        except ValueError:
-            return "'" + value
-    return [{k: safe(v) for k, v in row.items()} for row in rows]
+    return [_safe_row(row) for row in rows]
 
 
-def write_csv(path: Path, fieldnames: list[str], rows: list[dict]) -> None:
-    """Replace ``path`` atomically: a killed grader leaves the old file or the new one."""
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as f:
+def _safe_row(row: dict) -> dict:
+    return {k: _safe(v) for k, v in row.items()}
+
+
+def _safe(value):
+    if not isinstance(value, str) or not value.startswith(("=", "+", "-", "@", "\t", "\r")):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
+
+
+def write_csv(path: Path, fieldnames: list[str], rows) -> None:
+    """Replace ``path`` atomically with ``rows`` (dicts, any iterable): a killed grader
+    leaves the old file or the new one."""
+    def write(f) -> None:
         w = csv.DictWriter(f, fieldnames=fieldnames, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
+    _replace(path, write)
+
+
+def _replace(path: Path, write) -> None:
+    """Replace ``path`` atomically with what ``write(file)`` writes (synced, then renamed)."""
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as f:
+        write(f)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+_STATE_HEADER = ",".join(STATE_FIELDS) + "\r\n"  # csv's header: plain names, its line end

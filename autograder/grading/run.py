@@ -25,7 +25,7 @@ from autograder.grading.pool import preload
 from autograder.grading.release import ensure_released, source_notebook, write_config
 from autograder.grading.record import add_note, derive, derive_rows
 from autograder.grading.results import (FINAL, GRADES_CSV, Row, Status, load_state, save_rows,
-                                        save_state)
+                                        state_line, write_state)
 from autograder.grading.submission import Submission, discover, strays
 from autograder.sandbox import sandbox_error
 
@@ -35,11 +35,19 @@ CSV_INTERVAL = 1.0  # seconds between two rewrites of grades.csv while a class i
 
 def mark(phase: str) -> None:
     """With ``$AUTOGRADER_PROFILE`` set (benchmarks/bench_grading.py --profile), note when
-    ``phase`` of the run began (the profile prints the time between marks)."""
+    ``phase`` of the run began (the profile prints the time between marks) and this
+    process's peak resident memory so far (KiB; benchmarks/bench_scaling.py)."""
     path = os.environ.get("AUTOGRADER_PROFILE")
     if path:
+        try:
+            import resource
+
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB (macOS: bytes)
+            peak = peak // 1024 if sys.platform == "darwin" else peak
+        except ImportError:  # Windows
+            peak = None
         with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"phase": phase, "at": time.time()}) + "\n")
+            f.write(json.dumps({"phase": phase, "at": time.time(), "maxrss_kb": peak}) + "\n")
 
 
 class ClassRun:
@@ -90,6 +98,8 @@ class ClassRun:
         self.workers: list[Worker] = []
         self._lock = threading.Lock()
         self._csv_saved = 0.0  # when grades.csv was last written (time.monotonic)
+        self._csv_interval = CSV_INTERVAL  # and the seconds until the next write
+        self._state: dict[tuple[str, str], str] | None = None  # each row's side table line
 
     def _inputs(self, subs: list[Submission]) -> dict[tuple[str, str], dict[str, str]]:
         """The inputs of each submission's grade (:func:`autograder.grading.keys.inputs`)."""
@@ -105,13 +115,15 @@ class ClassRun:
 
     def save(self) -> None:
         """The side table first (the durable record), then grades.csv and tests.csv."""
-        save_state(self.workspace, self.rows)
+        self._state = {key: state_line(row) for key, row in self.rows.items()}
+        write_state(self.workspace, self._state)
         save_rows(self.workspace, self.rows)
 
     def record(self, row: Row) -> None:
         """Keep a finished row: rewrite the side table, and grades.csv and tests.csv at most
-        every :data:`CSV_INTERVAL` seconds (called from worker threads; the class's end
-        writes them from the gradebook, and a rerun resumes from the side table)."""
+        every :data:`CSV_INTERVAL` seconds, or twenty times as long as their last write took
+        (called from worker threads; the class's end writes them from the gradebook, and a
+        rerun resumes from the side table)."""
         with self._lock:
             if not row.max_score:  # a worker that died or hung did not read the gradebook
                 row.max_score = gradebook.max_score(self.workspace, row.assignment)
@@ -121,10 +133,16 @@ class ClassRun:
             add_note(row, self.notes.get(row.key, ""))
             self.rows[row.key] = row
             start = time.perf_counter()
-            save_state(self.workspace, self.rows)  # the durable record: after every row
-            if time.monotonic() - self._csv_saved >= CSV_INTERVAL:
+            if self._state is None:  # not saved yet: every row formatted once
+                self._state = {key: state_line(r) for key, r in self.rows.items()}
+            self._state[row.key] = state_line(row)  # then only the row recorded
+            write_state(self.workspace, self._state)  # the durable record: after every row
+            if time.monotonic() - self._csv_saved >= self._csv_interval:
+                began = time.monotonic()
                 save_rows(self.workspace, self.rows)
                 self._csv_saved = time.monotonic()
+                # A large class's files take longer to write: at most a 20th of the time.
+                self._csv_interval = max(CSV_INTERVAL, 20 * (self._csv_saved - began))
             if os.environ.get("AUTOGRADER_PROFILE"):  # benchmarks/bench_grading.py --profile
                 with open(os.environ["AUTOGRADER_PROFILE"], "a", encoding="utf-8") as f:
                     f.write(json.dumps({"student_id": row.student_id, "csv writes":
