@@ -152,15 +152,21 @@ def model_matches_reference(TinyTransformer) -> None:
                  "LayerNorm and out_proj." + _matching_mistake(out, mistakes))
 
 
-def eval_mode_is_deterministic(TransformerBlock, TinyTransformer) -> None:
-    """In eval mode, dropout is off: the same input gives the same output every time."""
-    gen = torch.Generator().manual_seed(77)
+def _with_dropout(TransformerBlock, TinyTransformer, seed: int) -> list[tuple]:
+    """(module, input, name) for a block and a model built with dropout=0.5, inputs drawn
+    from ``seed``: what the two dropout checks run."""
+    gen = torch.Generator().manual_seed(seed)
     d_model, num_heads, d_ff = BLOCK_CONFIGS[0]
     block = make_block(TransformerBlock, d_model, num_heads, d_ff, dropout=0.5)
     model = make_model(TinyTransformer, MODEL_CONFIGS[0], dropout=0.5)
     x = torch.randn(2, 6, d_model, generator=gen)
     tokens = _tokens(gen, MODEL_CONFIGS[0][0], 2, MODEL_CONFIGS[0][-1])
-    for module, inp, name in ((block, x, "TransformerBlock"), (model, tokens, "TinyTransformer")):
+    return [(block, x, "TransformerBlock"), (model, tokens, "TinyTransformer")]
+
+
+def eval_mode_is_deterministic(TransformerBlock, TinyTransformer) -> None:
+    """In eval mode, dropout is off: the same input gives the same output every time."""
+    for module, inp, name in _with_dropout(TransformerBlock, TinyTransformer, seed=77):
         what = f"a {name} with dropout=0.5 in eval mode"
         module.train()
         module.eval()
@@ -173,13 +179,7 @@ def eval_mode_is_deterministic(TransformerBlock, TinyTransformer) -> None:
 
 def dropout_acts_in_training(TransformerBlock, TinyTransformer) -> None:
     """In train mode with dropout=0.5, two calls on the same input differ (dropout is applied)."""
-    gen = torch.Generator().manual_seed(78)
-    d_model, num_heads, d_ff = BLOCK_CONFIGS[0]
-    block = make_block(TransformerBlock, d_model, num_heads, d_ff, dropout=0.5)
-    model = make_model(TinyTransformer, MODEL_CONFIGS[0], dropout=0.5)
-    x = torch.randn(2, 6, d_model, generator=gen)
-    tokens = _tokens(gen, MODEL_CONFIGS[0][0], 2, MODEL_CONFIGS[0][-1])
-    for module, inp, name in ((block, x, "TransformerBlock"), (model, tokens, "TinyTransformer")):
+    for module, inp, name in _with_dropout(TransformerBlock, TinyTransformer, seed=78):
         what = f"a {name} with dropout=0.5 in train mode"
         module.train()
         outs = [_seeded(module, inp, seed, what) for seed in (1, 2)]
