@@ -13,6 +13,8 @@ The course's facts (imported by everything, copied into the learner's kernel):
   exercises/, the workspace), course id and the stubs of a released solution.
 - :mod:`~autograder.exercises` (46 lines): the registry of exercises,
   derived from solutions/; which assignment a file's name says it is.
+- :mod:`~autograder.env_vars` (79 lines): every environment variable the course
+  reads, declared once with its help (instructors.md lists the ones a person sets).
 - :mod:`~autograder.verdicts` (326 lines): a notebook's test cells once run:
   one row per graded cell, its verdict and the report ``check`` prints (stdlib only).
 - :mod:`~autograder.wire` (461 lines): plain data across the grading boundary

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import env_vars
+
 # The probe's memory limit (both of its cgroups together, no swap): far above any honest
 # peak and the largest library import (torch, ~0.5 GiB), below a grading machine's RAM.
 LIMIT_BYTES = 4 * 2**30
@@ -116,7 +118,7 @@ def _inside(point: str, root: str, path: str) -> Path | None:
 def _find_hierarchy() -> tuple[_Hierarchy | None, str]:
     """(where to make memory cgroups, why not when None)."""
     own, mounts, why = _own_cgroups(), _mounts(), []
-    env = os.environ.get("AUTOGRADER_CGROUP", "")
+    env = env_vars.CGROUP.get()
     for point, root, kind, opts in mounts:  # cgroup v1 with the memory controller
         if kind == "cgroup" and "memory" in opts and "memory" in own:
             folder = Path(env) if env else _inside(point, root, own["memory"])

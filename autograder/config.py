@@ -9,9 +9,9 @@ default.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from autograder import env_vars
 from autograder.verdicts import TEXT_STUB  # noqa: F401 - defined where the pure readers need it
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,7 +29,7 @@ def _course_folder(name: str, bundled: Path) -> Path:
 
 # $AUTOGRADER_SOLUTIONS: another source folder (a course's own copy of solutions/, or a
 # test's copy with a changed hidden test); grading and release read the sources there.
-SOLUTIONS = Path(os.environ.get("AUTOGRADER_SOLUTIONS")
+SOLUTIONS = Path(env_vars.SOLUTIONS.get()
                  or _course_folder("solutions", BUNDLED / "source")).resolve()
 EXERCISES = _course_folder("exercises", BUNDLED / "release")
 DEFAULT_WORKSPACE = REPO / ".grading"

@@ -34,11 +34,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from autograder import env_vars
 from autograder.config import EXERCISES
 from autograder.exercises import ASSIGNMENTS, assignment_of_path
 from autograder.verdicts import nbgrader_meta, normalise
 
-GUARD = "AUTOGRADER_IN_NOTEBOOK_CHECK"  # set while a check started here runs
+GUARD = env_vars.IN_NOTEBOOK_CHECK.name  # set while a check started here runs
 
 
 class NotebookNotFound(Exception):

@@ -4,9 +4,9 @@ each workspace's, which :mod:`autograder.grading.release` writes) and
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from autograder import env_vars
 from autograder.config import (
     CODE_STUB,
     COURSE_ID,
@@ -85,7 +85,7 @@ def apply(
     # A kernel that dies (os._exit, segfault, memory cap) keeps the points earned before.
     # In the sandbox (issue 13); the trusted checker grades the test cells (issue 23).
     if sandbox is None:
-        env = os.environ.get("AUTOGRADER_SANDBOX")
+        env = env_vars.SANDBOX.get()
         sandbox = env == "1" if env in ("0", "1") else sandbox_error() is None
     c.Autograde.autograde_preprocessors = [
         "autograder.nbgrader_plugins.SandboxedExecute" if sandbox

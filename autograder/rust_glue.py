@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from autograder import env_vars
 from autograder.rust_source import (INSTALL_HINT, RustcNotFound, RustCompileError, RustSource,
                                     dedup_uses, find_rustc, headline, render_messages,
                                     rustc_version)
@@ -19,7 +20,7 @@ def cache_dir() -> Path:
     """Where compiled libraries are kept: $AUTOGRADER_RUST_CACHE, else the user's cache
     folder (``$XDG_CACHE_HOME`` or ``~/.cache``)/attention-course/rust, else a folder in
     the temporary directory when that one is not writable."""
-    for base in (os.environ.get("AUTOGRADER_RUST_CACHE"),
+    for base in (env_vars.RUST_CACHE.get(),
                  str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
                      / "attention-course" / "rust"),
                  str(Path(tempfile.gettempdir()) / f"attention-course-rust-{os.getuid()}")):

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import limits
+from autograder import env_vars, limits
 from autograder.rust_main import ROOT
 from autograder.rust_source import INSTALL_HINT, find_rustc, rustc_version
 from autograder.sandbox import bwrap, sandbox_error
@@ -133,7 +133,7 @@ def cache_dir() -> Path:
     (``$XDG_CACHE_HOME`` or ``~/.cache``)/attention-course/rust-grader. Made with mode
     0700 and refused unless this user owns it and no one else may write to it (a kernel's
     sandbox never mounts it). Raises OSError."""
-    base = os.environ.get("AUTOGRADER_RUST_GRADER_CACHE") or str(
+    base = env_vars.RUST_GRADER_CACHE.get() or str(
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         / "attention-course" / "rust-grader")
     path = Path(base)
@@ -142,7 +142,7 @@ def cache_dir() -> Path:
     if st.st_uid != os.getuid() or st.st_mode & 0o022:
         raise OSError(f"{path} is not the grader's own folder (owner {st.st_uid}, mode "
                       f"{oct(st.st_mode & 0o777)}); remove it or set "
-                      "AUTOGRADER_RUST_GRADER_CACHE")
+                      f"{env_vars.RUST_GRADER_CACHE}")
     return path
 
 

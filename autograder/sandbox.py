@@ -39,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-from autograder import kernel_memory
+from autograder import env_vars, kernel_memory
 from autograder.memory import child_pids
 from autograder.rust_source import find_rustc
 
@@ -53,7 +53,7 @@ KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONUTF8", "PYTHONIOENCODIN
 
 def bwrap() -> str | None:
     """Path of the ``bwrap`` executable (``$AUTOGRADER_BWRAP`` if set), None when missing."""
-    return shutil.which(os.environ.get("AUTOGRADER_BWRAP") or "bwrap")
+    return shutil.which(env_vars.BWRAP.get() or "bwrap")
 
 
 @functools.lru_cache(maxsize=None)
@@ -113,7 +113,7 @@ def system_binds() -> list[str]:
     sysroot = rust_sysroot()  # the Rust exercise compiles learner cells in the kernel
     if sysroot:
         roots.add(Path(sysroot))
-    for extra in os.environ.get("AUTOGRADER_SANDBOX_RO", "").split(os.pathsep):
+    for extra in env_vars.SANDBOX_RO.get().split(os.pathsep):
         if extra:
             roots.add(Path(extra).resolve())
     usr = Path("/usr")
@@ -146,8 +146,8 @@ def rust_sysroot() -> str | None:
 # gets of the course package: the launchers, the visible tests' helpers, the client and the
 # in-notebook check's recorder (its set-up cell loads it).
 # No reference, no check, no answer.
-KERNEL_FILES = ("__init__.py", "config.py", "exercises.py", "testing.py", "check_failure.py",
-                "closeness.py", "python_only.py", "verdicts.py", "wire.py",
+KERNEL_FILES = ("__init__.py", "config.py", "env_vars.py", "exercises.py", "testing.py",
+                "check_failure.py", "closeness.py", "python_only.py", "verdicts.py", "wire.py",
                 "kernel_client.py", "kernel_launch.py", "kernel_zygote.py", "rust.py",
                 "rust_source.py", "rust_glue.py", "rust_ffi.py",
                 "in_notebook.py", "brief_tracebacks.py")

@@ -18,7 +18,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
-from autograder import kernel_memory
+from autograder import env_vars, kernel_memory
 from autograder.sandbox import (COURSE_DIR, KEEP_ENV, bwrap, copy_course, descendants,
                                 rust_sysroot, sandbox_error, scratch_tmpfs, system_binds)
 from autograder.warm_sandbox import WORK_DIR, ForkedKernel, warm_kernels, zygote_for
@@ -150,7 +150,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         kept = {k: v for k, v in env.items() if k in KEEP_ENV}
         kept.update(HOME="/tmp", MPLCONFIGDIR="/tmp/matplotlib", PYTHONPATH=COURSE_DIR,
                     PYTHONDONTWRITEBYTECODE="1", JUPYTER_RUNTIME_DIR=str(run),
-                    IPYTHONDIR="/tmp/ipython", AUTOGRADER_ASSIGNMENT=self.assignment)
+                    IPYTHONDIR="/tmp/ipython", **{env_vars.ASSIGNMENT.name: self.assignment})
         if rust_sysroot():
             kept["RUSTC"] = str(Path(rust_sysroot(), "bin", "rustc"))
         return kept

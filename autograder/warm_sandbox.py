@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import sandbox
+from autograder import env_vars, sandbox
 from autograder.sandbox import (COURSE_DIR, KEEP_ENV, PACKAGE, PolledProcess, bwrap,
                                 descendants, scratch_tmpfs, system_binds)
 
@@ -33,7 +33,7 @@ WORK_DIR = "/submission"  # a forked kernel's working folder (a copy of the note
 def warm_kernels() -> bool:
     """Whether grading kernels are forked from a warm sandbox (:class:`Zygote`); set
     ``AUTOGRADER_WARM_KERNELS=0`` for one new sandbox and interpreter per kernel."""
-    return os.environ.get("AUTOGRADER_WARM_KERNELS", "1") != "0"
+    return env_vars.WARM_KERNELS.get("1") != "0"
 
 
 def preload_for(assignment: str) -> tuple[str, ...]:

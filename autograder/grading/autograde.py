@@ -5,14 +5,13 @@ checks, ``nbgrader generate_feedback``, and its :class:`Row` with a status that 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
 
 import nbformat
 
-from autograder import kernel_memory, sandbox
+from autograder import env_vars, kernel_memory, sandbox
 from autograder.grading import gradebook, integrity
 from autograder.grading.record import NOTE, combine, fill  # noqa: F401 - combine re-exported
 from autograder.grading.results import Row, Status
@@ -88,7 +87,7 @@ def grade_one(api, sub: Submission, workspace: Path) -> Row:
     With ``$AUTOGRADER_PROFILE`` set (a file), appends the seconds of each phase to it as a
     JSON line (``benchmarks/bench_grading.py --profile``).
     """
-    path = os.environ.get("AUTOGRADER_PROFILE")
+    path = env_vars.PROFILE.get()
     if not path:
         return _grade_one(api, sub, workspace)
 

@@ -31,6 +31,7 @@ import threading
 import time
 from pathlib import Path
 
+from autograder import env_vars
 from autograder.grading import gradebook, keys
 from autograder.grading.gradebook import shown
 from autograder.grading.pool import Worker
@@ -42,7 +43,7 @@ from autograder.sandbox import sandbox_error
 # What the coordinator writes and each worker must read back through the shared filesystem.
 TOKEN_FILE = ".autograder/cluster-token"
 # Settings of the grading processes a worker starts that come from the coordinator.
-FORWARDED_ENV = ("AUTOGRADER_SANDBOX", "AUTOGRADER_SOLUTIONS")
+FORWARDED_ENV = (env_vars.SANDBOX.name, env_vars.SOLUTIONS.name)
 
 _workers: dict[tuple, object] = {}  # in a Dask worker process: (thread, settings) -> Worker
 _workers_lock = threading.Lock()
@@ -177,7 +178,7 @@ def check_workers(client, run) -> list[str]:
     sources = sorted({str(source_notebook(s.assignment)) for s in run.todo})
     found = client.run(worker_problems, str(run.workspace), token, keys.check_code_digest(),
                        sources, gradebook.db_url(run.workspace),
-                       os.environ.get("AUTOGRADER_SANDBOX") != "0")
+                       env_vars.SANDBOX.get() != "0")
     return [f"Dask worker {address} {p}" for address, problems in sorted(found.items())
             for p in problems]
 

@@ -14,6 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
+from autograder import env_vars
 from autograder.grading.environment import child_env
 from autograder.grading.results import Row, Status
 
@@ -292,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
 
         kernel_memory.set_cap(cap)
 
-    if args.warm and os.environ.get("AUTOGRADER_SANDBOX") == "1":
+    if args.warm and env_vars.SANDBOX.get() == "1":
         from autograder import warm_sandbox
 
         if warm_sandbox.warm_kernels():

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from autograder import env_vars
 from autograder.exercises import exercise_ids
 from autograder.grading import gradebook, keys
 from autograder.grading import cluster
@@ -37,7 +38,7 @@ def mark(phase: str) -> None:
     """With ``$AUTOGRADER_PROFILE`` set (benchmarks/bench_grading.py --profile), note when
     ``phase`` of the run began (the profile prints the time between marks) and this
     process's peak resident memory so far (KiB; benchmarks/bench_scaling.py)."""
-    path = os.environ.get("AUTOGRADER_PROFILE")
+    path = env_vars.PROFILE.get()
     if path:
         try:
             import resource
@@ -129,7 +130,7 @@ class ClassRun:
                 row.max_score = gradebook.max_score(self.workspace, row.assignment)
             values = self.inputs.get(row.key, {})
             row.inputs, row.inputs_sha256 = json.dumps(values), keys.digest(values)
-            row.sandbox = "none" if os.environ.get("AUTOGRADER_SANDBOX") == "0" else "bubblewrap"
+            row.sandbox = "none" if env_vars.SANDBOX.get() == "0" else "bubblewrap"
             add_note(row, self.notes.get(row.key, ""))
             self.rows[row.key] = row
             start = time.perf_counter()
@@ -143,8 +144,8 @@ class ClassRun:
                 self._csv_saved = time.monotonic()
                 # A large class's files take longer to write: at most a 20th of the time.
                 self._csv_interval = max(CSV_INTERVAL, 20 * (self._csv_saved - began))
-            if os.environ.get("AUTOGRADER_PROFILE"):  # benchmarks/bench_grading.py --profile
-                with open(os.environ["AUTOGRADER_PROFILE"], "a", encoding="utf-8") as f:
+            if env_vars.PROFILE.get():  # benchmarks/bench_grading.py --profile
+                with open(env_vars.PROFILE.get(), "a", encoding="utf-8") as f:
                     f.write(json.dumps({"student_id": row.student_id, "csv writes":
                                         time.perf_counter() - start}) + "\n")
 
@@ -265,7 +266,7 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         print(f"error: the grading kernels cannot be sandboxed here: {why}. Learner code "
               "would run with your rights; to grade anyway, add --no-sandbox", file=sys.stderr)
         return 2
-    os.environ["AUTOGRADER_SANDBOX"] = "1" if sandbox else "0"  # read by the workers' config
+    os.environ[env_vars.SANDBOX.name] = "1" if sandbox else "0"  # read by the workers' config
     workspace = workspace.resolve()
     workspace.mkdir(parents=True, exist_ok=True)
     lock = FileLock(workspace / ".lock")
