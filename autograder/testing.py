@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from autograder.brief_tracebacks import install as show_check_failures_briefly
 # The names below live in these modules; test cells, the checks and the checker import them
@@ -24,11 +24,10 @@ from autograder.check_failure import (HIDDEN_CASE, CheckFailed, course_raised, e
                                       hidden_part, in_hidden_part, mark_hidden_case, raised)
 from autograder.closeness import assert_close
 from autograder.python_only import BANNED_MODULES, check_pure_python, referenced_values
-
-try:
+# NumPy is imported where an array is checked (check_array, some_true_per_row), not here:
+# exercise 1 and the website's in-page tier (no NumPy) never need it.
+if TYPE_CHECKING:
     import numpy as np
-except ImportError:  # pragma: no cover - the website's in-page tier: plain Python values only
-    np = None
 
 
 __all__ = ["BANNED_MODULES", "HIDDEN_CASE", "CheckFailed", "assert_close", "call_learner",
@@ -70,6 +69,8 @@ def check_type(value: Any, expected: type | tuple[type, ...], what: str) -> None
 
 def check_array(value: Any, shape: tuple, what: str) -> np.ndarray:
     """Check ``value`` is a ``numpy.ndarray`` of ``shape``; return it."""
+    import numpy as np
+
     if not isinstance(value, np.ndarray):
         fail(f"{what} should be a numpy.ndarray, got {type(value).__name__}")
     if value.shape != tuple(shape):
@@ -100,6 +101,8 @@ def some_true_per_row(rng, shape: tuple, p: float = 0.6):
     """A random boolean mask of ``shape`` with at least one True in every row (no fully
     masked query): a NumPy array from a ``np.random.Generator``, a tensor from a
     ``torch.Generator``."""
+    import numpy as np
+
     if isinstance(rng, np.random.Generator):
         m = rng.random(shape) < p
         idx = rng.integers(0, shape[-1], size=shape[:-1])
