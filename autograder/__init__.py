@@ -71,9 +71,17 @@ Answers, and how they are judged:
   measured where it is allocated (the in-process estimate).
 - :mod:`~autograder.measure` (136 lines): time, memory and arithmetic rate,
   for chapter 6 and ``benchmarks/``.
-- :mod:`~autograder.checker` (911 lines): the trusted checker: hidden tests
+- :mod:`~autograder.checker` (258 lines): the trusted checker: hidden tests
   run in the grader, the learner's names are proxies served by the kernel (stdlib only at
-  import: the website's in-page checker too).
+  import, as are its parts: the website's in-page checker too). Its parts:
+  :mod:`~autograder.session` (270 lines): the session with one learner kernel, requests
+  and replies as plain data, a test served over one kernel cell;
+  :mod:`~autograder.kernel_line` (111 lines): the socket a test is served over and the
+  kernel's time on it; :mod:`~autograder.session_errors` (46 lines): how a session ends
+  early (a broken protocol, a stopped kernel, the time limit) and the learner's
+  exception's stand-in; :mod:`~autograder.remote` (209 lines): the learner's names as
+  proxies (functions, classes, torch modules); :mod:`~autograder.remote_torch` (95 lines):
+  their torch side (stand-in classes, tensors a module holds, the autograd mode).
 - :mod:`autograder.checks` (6 lines): the checks the test cells call, one
   module per exercise:
   :mod:`~autograder.checks.ex01` (185),

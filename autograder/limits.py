@@ -12,7 +12,7 @@ against code that waits instead of computing (a sleep, a blocked read).
 
 The learner's kernel itself runs under nbgrader's cell limit on the clock, as in every
 nbgrader course; what the checker counts there is the kernel's time only, never its own
-(:meth:`autograder.checker.Session.serving`).
+(:meth:`autograder.session.Session.serving`).
 """
 
 from __future__ import annotations

@@ -183,12 +183,12 @@ def traced_peak(fn: Callable, *args, **kwargs) -> tuple[Any, int]:
     visible memory tests' self-check, in the learner's own kernel (NumPy's allocations).
 
     A learner's function that the trusted checker calls in the kernel
-    (:class:`autograder.checker.Remote`) does not allocate in the checker's process, so
+    (:class:`autograder.remote.Remote`) does not allocate in the checker's process, so
     there is nothing here to trace: its peak is given as 0 and the hidden test measures
     the call from outside (:mod:`autograder.peak_probe`)."""
     import tracemalloc
 
-    if type(fn).__module__ == "autograder.checker":
+    if type(fn).__module__ == "autograder.remote":
         return fn(*args, **kwargs), 0
     if tracemalloc.is_tracing():
         raise RuntimeError("tracemalloc is already tracing; measure one call at a time")

@@ -21,6 +21,8 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from autograder import checker, probe
 from autograder.kernel_client import SERVING
+from autograder.session import Session
+from autograder.session_errors import CheckStopped, ProtocolError, TimeLimit
 
 IOPUB_LATE = ("\n[output cut: the rest of this cell's output had not arrived {s} s after "
               "the cell ended; it is not kept]\n")
@@ -38,7 +40,7 @@ class TrustedTests:
     """
 
     def __init__(self, executor, nb, assignment: str = ""):
-        self.executor, self.checker, self.nb = executor, checker, nb
+        self.executor, self.nb = executor, nb
         self.assignment = assignment
         self.setup_sources: list[str] = []
         self.setup: dict | None = None
@@ -55,8 +57,8 @@ class TrustedTests:
     def _session(self):
         if self.session is None:
             km = self.executor.km
-            self.folder, self._made = self.checker.exchange_folder(km)
-            self.session = self.checker.Session(self._rpc, self.folder, self.nb,
+            self.folder, self._made = checker.exchange_folder(km)
+            self.session = Session(self._rpc, self.folder, self.nb,
                                                 timeout=self.executor.timeout or 60,
                                                 run_without_libraries=probe.run)
             self.session.km = km
@@ -68,7 +70,7 @@ class TrustedTests:
         if self.session is not None:
             self.session.close()
         if self.folder is not None and self._made:
-            self.checker.remove_folder(self.folder)
+            checker.remove_folder(self.folder)
 
     def preprocess_cell(self, cell, resources, index):
         meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -106,7 +108,7 @@ class TrustedTests:
 
     def _rpc(self, code: str) -> None:
         ex, cell = self.executor, self._cell
-        call = self.checker.new_cell_like(cell, code)
+        call = checker.new_cell_like(cell, code)
         ex._checker_bounded = call  # no limit from nbclient: the checker's (Session.serving)
         try:
             ex.execute_cell(call, self._index, store_history=False)
@@ -119,7 +121,7 @@ class TrustedTests:
             ex._dead = True
             STOPPED.append(("DeadKernelError", _where(cell)))
             cell.outputs = call.outputs + [ex._death_output(cell, "this test")]
-            raise self.checker.CheckStopped("the kernel died while the checker ran this "
+            raise CheckStopped("the kernel died while the checker ran this "
                                             "test") from None
         finally:
             self._outputs = call.outputs
@@ -129,16 +131,16 @@ class TrustedTests:
         try:
             session = self._session()
             if self.setup is None:
-                self.setup = self.checker.setup_namespace(self.setup_sources)
-                self.setup.update(self.checker.built_functions(self.assignment, session))
-            return self.checker.run_test(session, cell.source, self.setup, _where(cell))
-        except self.checker.ProtocolError as exc:
+                self.setup = checker.setup_namespace(self.setup_sources)
+                self.setup.update(checker.built_functions(self.assignment, session))
+            return checker.run_test(session, cell.source, self.setup, _where(cell))
+        except ProtocolError as exc:
             self.broken = f"the kernel broke the checker's protocol in {_where(cell)}: {exc}"
             return TAMPERING_ERROR, self.broken
-        except self.checker.TimeLimit as exc:
+        except TimeLimit as exc:
             STOPPED.append(("CellTimeoutError", _where(cell)))
             return "CellTimeoutError", str(exc)
-        except self.checker.CheckStopped as exc:
+        except CheckStopped as exc:
             if self.executor._dead:
                 return "DeadKernelError", str(exc)
             return "CellTimeoutError" if "time limit" in str(exc) else "CheckStopped", str(exc)

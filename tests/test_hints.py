@@ -34,7 +34,7 @@ def test_a_compile_error_of_the_course_keeps_its_name_and_rustc_message_in_a_hid
 def test_a_learners_exception_named_like_a_compile_error_stays_hidden():
     """Only the course's own class keeps its message: a learner's exception of that name
     (the checker's stand-in, of the module ``learner``) is its built-in kind."""
-    from autograder.checker import _learner_exception
+    from autograder.session_errors import learner_exception as _learner_exception
 
     posing = _learner_exception({"type": "RustCompileError", "kinds": ["Exception"],
                                  "message": "HIDDEN-ROW=[0.25]"})
@@ -48,7 +48,8 @@ def test_a_learners_exception_named_like_a_compile_error_stays_hidden():
 def test_a_compile_error_out_of_a_hidden_part_keeps_its_message(tmp_path):
     """A hidden part that calls the Rust function itself: the row says the cells do not
     compile (the checker's run_test), where another exception is its kind only."""
-    from autograder.checker import Session, run_test
+    from autograder.checker import run_test
+    from autograder.session import Session
     from autograder.rust_source import RustCompileError
 
     from test_wire import _kernel

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from autograder import cgroups, peak_probe, peak_probe_answer, peak_probe_program
-from autograder.checker import Remote
+from autograder.remote import Remote
 from autograder.checks import ex06
 from autograder.measure import peak_traced_memory
 from autograder.testing import CheckFailed

@@ -18,9 +18,10 @@ import nbformat
 import pytest
 from conftest import REPO
 
-from autograder import (checker, rust_build, rust_compile, rust_program, rust_protocol,
+from autograder import (rust_build, rust_compile, rust_program, rust_protocol,
                         rust_source, rust_toolchain)
 from autograder.rust_source import RustSource as S
+from autograder.session import Session
 from autograder.sandbox import sandbox_error
 
 needs_sandbox = pytest.mark.skipif(sandbox_error() is not None,
@@ -331,7 +332,7 @@ def test_the_notebooks_rust_solution_cells_and_only_those_are_built():
 
 def test_the_process_is_killed_when_the_session_closes(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[_cell("%%rust\n" + MULTI, "softmax")])
-    session = checker.Session(lambda code: None, tmp_path, nb, timeout=30)
+    session = Session(lambda code: None, tmp_path, nb, timeout=30)
     functions = rust_build.built_functions(session)
     assert functions["softmax"]([0.0, 1.0]) == [0.0, 1.0]
     program = functions["softmax"].program

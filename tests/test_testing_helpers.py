@@ -310,7 +310,7 @@ def test_a_hidden_case_names_the_built_in_class_not_one_bearing_its_name():
     """A learner's class named after another built-in (``OverflowError`` deriving from
     ValueError, as the checker's stand-in for it is) is named by the built-in it is."""
     from autograder import testing
-    from autograder.checker import _learner_exception
+    from autograder.session_errors import learner_exception as _learner_exception
 
     posing = _learner_exception({"type": "OverflowError", "kinds": ["ValueError"],
                                  "message": "HIDDEN"})

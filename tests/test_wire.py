@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from autograder import wire
-from autograder.checker import CheckStopped, ProtocolError, Session, _learner_exception, visible_part
+from autograder.checker import visible_part
+from autograder.session import Session
+from autograder.session_errors import CheckStopped, ProtocolError, TimeLimit, learner_exception
 
 
 def _round_trip(value, tmp_path):
@@ -159,10 +161,10 @@ class _Clock:
 def test_the_time_limit_counts_the_kernels_time_never_the_checkers(tmp_path, monkeypatch):
     """A test whose checker work (a probe, a build) takes longer than the limit on a loaded
     machine keeps its verdict: only the kernel's time is counted."""
-    import autograder.checker as checker
+    from autograder import kernel_line
 
     clock = _Clock()
-    monkeypatch.setattr(checker, "now", clock)
+    monkeypatch.setattr(kernel_line, "now", clock)
 
     def quick(x):
         clock.t += 1.0  # each call takes 1 s of the kernel's time
@@ -192,7 +194,7 @@ def test_the_time_limit_counts_the_kernels_time_never_the_checkers(tmp_path, mon
         for i in range(3):
             calls.append(session.resolve("slow")(i))
 
-    with pytest.raises(checker.TimeLimit, match="10 s"):  # 12 s of the kernel's time
+    with pytest.raises(TimeLimit, match="10 s"):  # 12 s of the kernel's time
         session.serving(three_calls)
     assert calls == [0, 1] and stopped == ["interrupt"]
 
@@ -201,7 +203,7 @@ def test_a_kernel_that_hangs_is_interrupted_and_one_that_ignores_that_is_killed(
         tmp_path, monkeypatch):
     import threading
 
-    import autograder.checker as checker
+    from autograder import kernel_line
 
     interrupted, killed = threading.Event(), threading.Event()
 
@@ -212,12 +214,12 @@ def test_a_kernel_that_hangs_is_interrupted_and_one_that_ignores_that_is_killed(
 
     session = Session(_kernel({"hangs": hangs}), tmp_path, timeout=0.2)
     session.interrupt, session.kill = interrupted.set, killed.set
-    with pytest.raises(checker.TimeLimit):
+    with pytest.raises(TimeLimit):
         session.serving(lambda: session.resolve("hangs")(1))
     assert interrupted.is_set() and not killed.is_set()
 
     interrupted.clear()
-    monkeypatch.setattr(checker, "GRACE", 0.2)
+    monkeypatch.setattr(kernel_line, "GRACE", 0.2)
 
     def ignores_interrupts(x):
         if not killed.wait(60):
@@ -226,7 +228,7 @@ def test_a_kernel_that_hangs_is_interrupted_and_one_that_ignores_that_is_killed(
 
     session = Session(_kernel({"ignores": ignores_interrupts}), tmp_path, timeout=0.2)
     session.interrupt, session.kill = interrupted.set, killed.set
-    with pytest.raises(checker.TimeLimit):
+    with pytest.raises(TimeLimit):
         session.serving(lambda: session.resolve("ignores")(1))
     assert interrupted.is_set() and killed.is_set()
 
@@ -259,10 +261,10 @@ def test_links_laid_by_the_kernel_reroute_no_write_and_no_read(tmp_path):
 
 
 def test_a_learner_exception_keeps_its_kind_and_message_not_its_power():
-    exc = _learner_exception({"type": "ValueError", "kinds": ["ValueError", "Exception"],
+    exc = learner_exception({"type": "ValueError", "kinds": ["ValueError", "Exception"],
                               "message": "empty row"})
     assert isinstance(exc, ValueError) and str(exc) == "empty row"
-    fake = _learner_exception({"type": "KeyboardInterrupt", "kinds": ["KeyboardInterrupt"],
+    fake = learner_exception({"type": "KeyboardInterrupt", "kinds": ["KeyboardInterrupt"],
                                "message": ""})
     assert isinstance(fake, Exception) and not isinstance(fake, KeyboardInterrupt)
 
@@ -509,7 +511,7 @@ def _module_session(tmp_path, **names):
 
 
 def test_a_module_is_built_loaded_run_and_probed_by_command(tmp_path):
-    from autograder.checker import RemoteModule
+    from autograder.remote import RemoteModule
 
     session, namespace = _module_session(tmp_path, Block=_Block)
     x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from autograder.checker import Remote
+from autograder.checker import without_libraries
+from autograder.remote import Remote
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.diagnose_python import attention_hint, exception_hint, softmax_hint
 from autograder.reference import python_attention as ref
@@ -148,7 +149,7 @@ def attention_rejects_bad_input(attention: Callable) -> None:
 def uses_no_array_library(softmax: Callable, attention: Callable, seed: int = 5) -> None:
     """Both functions work and neither (nor a helper it calls) uses an array library.
 
-    Graded by the checker (``softmax`` a :class:`autograder.checker.Remote`): the
+    Graded by the checker (``softmax`` a :class:`autograder.remote.Remote`): the
     setup and solution cells run again in a Python with the standard library only
     (:mod:`autograder.probe`), where both functions must give what they give in the kernel.
     Called with the functions themselves (the course's own tests): their code is read for
@@ -169,7 +170,7 @@ def uses_no_array_library(softmax: Callable, attention: Callable, seed: int = 5)
              (attention.bound_as or attention.__name__, (Q, K, V),
               "attention of 3 queries over 4 keys",
               _call(attention, Q, K, V, what="attention of 3 queries over 4 keys"))]
-    got, tried = softmax._session.without_libraries([(name, args) for name, args, _, _ in cases])
+    got, tried = without_libraries(softmax._session, [(name, args) for name, args, _, _ in cases])
     if tried:
         fail(f"your cells import {tried[0]} (this exercise is pure Python: no numpy, torch or "
              "other array library, not even when one is installed)")

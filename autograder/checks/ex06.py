@@ -9,7 +9,7 @@ Each check exercises one behaviour on inputs chosen so that the others are not i
 unless a check is about them, key counts are multiples of the block size (no partial last
 block) and inputs are not causal.
 
-Graded by the trusted checker (``tiled`` an :class:`autograder.checker.Remote`), the
+Graded by the trusted checker (``tiled`` an :class:`autograder.remote.Remote`), the
 behaviour checks call the learner's function in the kernel on plain data, and the peak
 memory is measured by the grader from outside, in a fresh sandboxed probe in its own
 memory cgroup (:mod:`autograder.peak_probe`). Called with a function itself (the course's
@@ -25,7 +25,7 @@ import numpy as np
 
 from autograder import diagnose
 from autograder import peak_probe, peak_probe_program
-from autograder.checker import Remote
+from autograder.remote import Remote
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.memory import peak_call_memory
 from autograder.reference import numpy_attention
@@ -213,7 +213,7 @@ def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,
                 block_size: int = 64, limit_mib: float = 16.0, seed: int = 67) -> None:
     """At T = 4096, d = 64, block 64, float64: the call's peak memory < 16 MiB.
 
-    Graded by the checker (``tiled`` a :class:`autograder.checker.Remote`): measured from
+    Graded by the checker (``tiled`` a :class:`autograder.remote.Remote`): measured from
     outside by the grader (:func:`autograder.peak_probe.measure_call`): a fresh sandboxed
     Python in its own memory cgroup runs the setup cells, makes the inputs (they do not
     count), then runs the learner's solution cells and the call; the peak is the cgroup's

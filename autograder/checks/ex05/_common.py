@@ -2,7 +2,7 @@
 and oracles.
 
 Graded by the trusted checker (the learner's function or class a
-:class:`autograder.checker.Remote`), the rule is judged by construction: the learner's cells
+:class:`autograder.remote.Remote`), the rule is judged by construction: the learner's cells
 run again in a fresh Python where torch's attention operators are switched off
 (:mod:`._probe`); every test of a graded part first requires that part to return there what
 it returns in the kernel (:func:`own_attention`). Called with the learner's objects
@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.checker import Remote
+from autograder.remote import Remote
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.checks.ex05 import _probe
 from autograder.reference import torch_attention as ref

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from autograder import kernel_client
-from autograder.checker import RemoteModule
+from autograder.remote import RemoteModule
 from autograder.checks.ex05._common import (
     ATOL,
     DEVICES,

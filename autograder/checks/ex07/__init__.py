@@ -8,8 +8,8 @@ of either kind of reference. Submodule names follow :class:`torch.nn.Transformer
 ``embedding``, ``blocks``, ``norm`` and ``out_proj``, as the notebook states. Each check
 tests one behaviour; all run on the CPU in float32 with fixed seeds.
 
-Graded by the trusted checker, the learner's classes are :class:`autograder.checker.Remote`
-proxies and their modules :class:`autograder.checker.RemoteModule`: built in the kernel
+Graded by the trusted checker, the learner's classes are :class:`autograder.remote.Remote`
+proxies and their modules :class:`autograder.remote.RemoteModule`: built in the kernel
 (with a seed sent along), loaded with the checker's parameters, run on the checker's inputs
 and probed by command (parameter shapes, submodules, the input of ``blocks[0]``); every
 verdict is decided here from the data that comes back. Called with the learner's own

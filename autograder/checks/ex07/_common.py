@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from autograder import kernel_client
-from autograder.checker import Remote, RemoteModule
+from autograder.remote import Remote, RemoteModule
 from autograder.testing import call_learner, check_tensor, fail, raised
 
 
