@@ -90,10 +90,13 @@ Answers, and how they are judged:
   :mod:`~autograder.checks.ex04` (170),
   :mod:`autograder.checks.ex05` (83: its checks, importable from
   here) with :mod:`~autograder.checks.ex05.sdpa` (225),
-  :mod:`~autograder.checks.ex05.mha` (308),
+  :mod:`~autograder.checks.ex05.mha` (196),
+  :mod:`~autograder.checks.ex05._mha_pairs` (120: the learner's module beside torch's),
   :mod:`~autograder.checks.ex05._common` (223: the guard against
-  torch's attention) and :mod:`~autograder.checks.ex05._probe` (508:
-  the run without torch's attention),
+  torch's attention), :mod:`~autograder.checks.ex05._probe` (222:
+  the run without torch's attention, judged),
+  :mod:`~autograder.checks.ex05._probe_process` (261: its process, sandboxed) and
+  :mod:`~autograder.checks.ex05._probe_calls` (77: the calls made there and in the kernel),
   :mod:`~autograder.checks.ex06` (365),
   :mod:`autograder.checks.ex07` (77: its checks, importable from here) with
   :mod:`~autograder.checks.ex07.block` (95), :mod:`~autograder.checks.ex07.model` (188),

@@ -1,0 +1,261 @@
+"""The process ex05's probe runs in (:mod:`._probe` says why): the script it runs
+(:data:`RUNNER`: torch's attention switched off, ``execve`` refused, then the learner's cells
+and the checker's calls), its command line inside bubblewrap, and :func:`run`, which starts it
+and reads its answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from autograder import limits
+from autograder.sandbox import bwrap, copy_course, sandbox_error, system_binds
+
+MAX_OUTPUT = 8 * 2**20
+
+# Run with python -I -c in the sandbox. Reads {"cells", "calls"} on stdin; writes
+# {"replies", "off", "no_exec", "hits"} on stdout. Tensors cross as
+# {"tensor": dtype, "shape": [...], "device": str, "data": [flat values]}.
+RUNNER = r'''
+import json, sys
+request = json.loads(sys.stdin.read())
+out = sys.stdout
+sys.stdout = sys.stderr
+sys.path.insert(0, request["course"])  # what the kernel has of the course (autograder.testing)
+import ctypes, warnings
+import torch
+import torch.nn.functional as F
+warnings.simplefilter("ignore")
+
+# CUDA is started before anything is switched off (its driver must not meet the filter
+# below half-way); calls on a device this process cannot use are not judged.
+cuda_ok = False
+if request.get("cuda"):
+    try:
+        torch.zeros(1, device="cuda").sum().item()
+        cuda_ok = True
+    except Exception:
+        pass
+hits = []
+
+
+def _switched_off(name):
+    def kernel(*args, **kwargs):
+        hits.append(name)
+        raise RuntimeError(f"{name} is switched off in this run (ex05 computes attention "
+                           "itself)")
+    return kernel
+
+
+def _keys(op):
+    keys = []
+    for line in torch._C._dispatch_dump(op).splitlines():
+        head, _, rest = line.partition(":")
+        if "registered at" in rest and head.strip() not in ("name", "schema", "debug"):
+            keys.append(head.strip().replace("[alias]", ""))
+    return keys
+
+
+handles, off = [], 0
+for full in torch._C._dispatch_get_all_op_names():
+    if not full.startswith("aten::") or not any(
+            p in full for p in ("attention", "_sdp", "multi_head", "transformer_encoder")):
+        continue
+    for key in _keys(full):
+        try:
+            m = torch._C._dispatch_library("IMPL", "aten", key, "", 0)
+            m.impl(full.split("::", 1)[1], key, _switched_off(full), False)
+        except Exception:
+            continue
+        handles.append(m)
+        off += 1
+for m in handles:  # alive for good, held by no Python object
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(m))
+del handles, m
+# torch's higher-order attention operators (flex_attention, its backward): their eager
+# kernels are Python functions (math_attention) registered in the operator itself, so
+# each registration is replaced, and the module-level names too.
+import torch._higher_order_ops.flex_attention as _flex
+for _op in list(getattr(torch._ops, "_higher_order_ops", {}).values()):
+    if "attention" not in str(getattr(_op, "_name", _op)):
+        continue
+    for _table in (getattr(_op, "py_kernels", {}), getattr(_op, "python_key_table", {})):
+        for _key in list(_table):
+            _table[_key] = _switched_off(f"torch.ops.higher_order.{_op._name}")
+            off += 1
+    getattr(_op, "_dispatch_cache", {}).clear()
+for _name in ("math_attention", "sdpa_dense", "sdpa_dense_backward"):
+    if hasattr(_flex, _name):
+        setattr(_flex, _name, _switched_off(f"torch._higher_order_ops.flex_attention.{_name}"))
+F.multi_head_attention_forward = _switched_off("torch.nn.functional.multi_head_attention_forward")
+torch.nn.MultiheadAttention.forward = _switched_off("torch.nn.MultiheadAttention.forward")
+
+
+def _no_exec():
+    import platform, struct
+    arch = {"x86_64": (0xC000003E, 59, 322, 317), "aarch64": (0xC00000B7, 221, 281, 277)}.get(
+        platform.machine())
+    if arch is None:
+        return False
+    audit, execve, execveat, sys_seccomp = arch
+    refuse, allow = 0x00050000 | 1, 0x7FFF0000  # SECCOMP_RET_ERRNO | EPERM, RET_ALLOW
+    ins = lambda code, k, jt=0, jf=0: struct.pack("HBBI", code, jt, jf, k)
+    prog = [ins(0x20, 4), ins(0x15, audit, 1, 0), ins(0x06, refuse), ins(0x20, 0)]
+    if audit == 0xC000003E:  # the x32 ABI's numbers
+        prog += [ins(0x35, 0x40000000, 0, 1), ins(0x06, refuse)]
+    prog += [ins(0x15, execve, 0, 1), ins(0x06, refuse), ins(0x15, execveat, 0, 1),
+             ins(0x06, refuse), ins(0x06, allow)]
+    code = b"".join(prog)
+    buf = ctypes.create_string_buffer(code, len(code))
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        return False
+    fprog = Prog(len(prog), ctypes.cast(buf, ctypes.c_void_p))
+    # SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_TSYNC: every thread, for good
+    return libc.syscall(sys_seccomp, 1, 1, ctypes.byref(fprog)) == 0
+
+
+no_exec = _no_exec()
+ns = {"__name__": "__main__"}
+for source in request["cells"]:
+    code = "\n".join(l for l in source.splitlines() if not l.lstrip().startswith(("%", "!")))
+    try:
+        exec(compile(code, "<cell>", "exec"), ns)
+    except BaseException:
+        pass
+
+
+def dec(v):
+    if type(v) is dict and "tensor" in v:
+        dtype = getattr(torch, v["tensor"])
+        flat = torch.tensor(v["data"], dtype=torch.bool if dtype is torch.bool else torch.float64)
+        return flat.reshape(v["shape"]).to(dtype).to(v["device"])
+    if type(v) is list:
+        return [dec(x) for x in v]
+    if type(v) is dict:
+        return {k: dec(x) for k, x in v.items()}
+    return v
+
+
+def enc(v):
+    if isinstance(v, torch.Tensor):
+        base = torch._C.TensorBase
+        with torch._C.DisableTorchFunctionSubclass():
+            data = torch.Tensor.detach(v).to("cpu", torch.float64).reshape(-1).tolist()
+        return {"tensor": str(base.dtype.__get__(v)).removeprefix("torch."),
+                "shape": list(base.shape.__get__(v)), "device": str(base.device.__get__(v)),
+                "data": data}
+    return {"type": type(v).__name__}
+
+
+def raised(exc):
+    kinds = [k for k in ("NotImplementedError", "ValueError", "TypeError", "RuntimeError",
+                         "Exception") if isinstance(exc, getattr(__builtins__, k))]
+    return {"raised": {"type": type(exc).__name__, "kinds": kinds, "message": str(exc)[:2000]}}
+
+
+def forward(module, a, k):
+    try:
+        with torch.no_grad():
+            return enc(module(*dec(a), **dec(k)))
+    except BaseException as exc:
+        return raised(exc)
+
+
+replies = []
+for call in request["calls"]:
+    if call.get("cuda") and not cuda_ok:
+        replies.append({"skipped": "cuda"})
+        continue
+    try:
+        with torch.no_grad():
+            if "call" in call:
+                replies.append(enc(ns[call["call"]](*dec(call["args"]), **dec(call["kwargs"]))))
+                continue
+            init_args, init_kwargs = dec(call["init"])
+            torch.manual_seed(call["seed"])
+            module = ns[call["module"]](*init_args, **init_kwargs).double()
+            module.load_state_dict(dec(call["state"]), strict=False)
+            module.eval()
+    except BaseException as exc:
+        replies.append(raised(exc))
+        continue
+    replies.append([forward(module, a, k) for a, k in call["forward"]])
+out.write(json.dumps({"replies": replies, "off": off, "no_exec": no_exec,
+                      "hits": sorted(set(hits))[:20]}))
+out.flush()
+'''
+
+
+def command(course: Path) -> list[str]:
+    """The probe's command line: sandboxed where bubblewrap can start (torch importable,
+    the GPU devices bound as for kernels, ``course`` read-only at its own path)."""
+    py = [sys.executable, "-I", "-c", RUNNER]
+    if sandbox_error() is not None:
+        return py
+    return [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *system_binds(),
+            "--remount-ro", "/", "--tmpfs", "/tmp",  # a writable /tmp of its own
+            *_under_tmp_again(),  # a Python environment in /tmp (a clone there) stays seen
+            "--ro-bind", str(course), str(course),  # (under /tmp: bound after it)
+            "--chdir", "/tmp", "--clearenv",
+            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
+            "--setenv", "HOME", "/tmp", "--setenv", "OMP_NUM_THREADS", "1", "--", *py]
+
+
+def _under_tmp_again() -> list[str]:
+    """Binds, read-only, of the Python environment's folders that the probe's own ``/tmp``
+    hides (a virtual environment in a clone under ``/tmp``, as CI's may be)."""
+    out: list[str] = []
+    for path in dict.fromkeys((sys.prefix, sys.exec_prefix, sys.base_prefix)):
+        real = os.path.realpath(path)
+        if real == "/tmp" or real.startswith("/tmp/"):
+            out += ["--ro-bind", real, real]
+    return out
+
+
+class ProbeFailed(Exception):
+    """The probe gave no answer (a timeout, a crash, malformed output)."""
+
+
+def run(cells: list[str], calls: list[dict], timeout: float,
+        assignment: str = "ex05_torch_attention", cuda: bool = False) -> dict:
+    """The probe's answer for ``calls`` after ``cells`` ran: ``replies`` (one per call),
+    ``off`` (kernels switched off), ``no_exec`` (the filter is in place), ``hits``. The
+    cells can import what ``assignment``'s kernel has of the course
+    (:data:`autograder.sandbox.KERNEL_FILES`), nothing more."""
+    import shutil
+    import tempfile
+
+    course = Path(tempfile.mkdtemp(prefix="autograder-probe-course-"))
+    try:
+        copy_course(course, assignment)
+        request = json.dumps({"cells": cells, "calls": calls, "course": str(course),
+                              "cuda": cuda})
+        try:
+            done = subprocess.run(limits.limited(command(course), timeout),
+                                  input=request.encode(), capture_output=True,
+                                  timeout=limits.backstop(timeout), cwd=Path("/"))
+        except subprocess.TimeoutExpired:
+            raise ProbeFailed(f"the cells and calls waited longer than "
+                              f"{limits.backstop(timeout):g} s") from None
+    finally:
+        shutil.rmtree(course, ignore_errors=True)
+    if limits.out_of_cpu(done.returncode):
+        raise ProbeFailed(f"the cells and calls ran longer than {timeout:g} s of CPU time")
+    text = done.stdout[:MAX_OUTPUT + 1]
+    try:
+        answer = json.loads(text.decode("utf-8")) if len(text) <= MAX_OUTPUT else None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        answer = None
+    if type(answer) is not dict or type(answer.get("replies")) is not list or len(
+            answer["replies"]) != len(calls) or type(answer.get("off")) is not int:
+        raise ProbeFailed(f"the process ended with status {done.returncode} and no answer")
+    return answer
