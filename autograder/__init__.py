@@ -85,7 +85,7 @@ Answers, and how they are judged:
 - :mod:`autograder.checks` (6 lines): the checks the test cells call, one
   module per exercise:
   :mod:`~autograder.checks.ex01` (185),
-  :mod:`~autograder.checks.ex02` (301),
+  :mod:`~autograder.checks.ex02` (296),
   :mod:`~autograder.checks.ex03` (171),
   :mod:`~autograder.checks.ex04` (170),
   :mod:`autograder.checks.ex05` (83: its checks, importable from
@@ -97,7 +97,9 @@ Answers, and how they are judged:
   the run without torch's attention, judged),
   :mod:`~autograder.checks.ex05._probe_process` (261: its process, sandboxed) and
   :mod:`~autograder.checks.ex05._probe_calls` (77: the calls made there and in the kernel),
-  :mod:`~autograder.checks.ex06` (365),
+  :mod:`autograder.checks.ex06` (31: its checks, importable from here) with
+  :mod:`~autograder.checks.ex06.behaviour` (130), :mod:`~autograder.checks.ex06.memory` (175:
+  the peak memory) and :mod:`~autograder.checks.ex06._common` (78: the oracle, inputs),
   :mod:`autograder.checks.ex07` (77: its checks, importable from here) with
   :mod:`~autograder.checks.ex07.block` (95), :mod:`~autograder.checks.ex07.model` (188),
   :mod:`~autograder.checks.ex07.training` (101) and

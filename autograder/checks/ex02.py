@@ -11,17 +11,11 @@ from typing import Callable
 
 import numpy as np
 
+from autograder import diagnose
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.reference import numpy_attention as ref
-from autograder import diagnose
-from autograder.testing import (
-    assert_close,
-    call_learner,
-    expect_value_error,
-    explain,
-    fail,
-    some_true_per_row,
-)
+from autograder.testing import (assert_close, call_learner, expect_value_error, explain, fail,
+                                some_true_per_row)
 from autograder.testing import check_array as _array
 
 RTOL, ATOL = 1e-10, 1e-12
