@@ -17,8 +17,11 @@ The course's facts (imported by everything, copied into the learner's kernel):
   reads, declared once with its help (instructors.md lists the ones a person sets).
 - :mod:`~autograder.verdicts` (326 lines): a notebook's test cells once run:
   one row per graded cell, its verdict and the report ``check`` prints (stdlib only).
-- :mod:`~autograder.wire` (461 lines): plain data across the grading boundary
-  (the learner's kernel and the trusted checker), the exchange folder and its sockets.
+- :mod:`~autograder.wire` (212 lines): plain data across the grading boundary
+  (the learner's kernel and the trusted checker): values encoded and decoded, checked.
+  Its parts: :mod:`~autograder.wire_folder` (158 lines): the exchange folder, its
+  sockets and the ``.npy`` files of a message; :mod:`~autograder.wire_tensor` (125
+  lines): torch tensors, dtypes and devices across.
 - :mod:`~autograder.limits` (59 lines): how long the processes the checker
   starts for a learner's code may run.
 - :mod:`~autograder.brief_tracebacks` (61 lines): how a failed

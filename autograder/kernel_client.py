@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 from autograder import wire
+from autograder.wire_folder import ARRAY_KINDS, socket_path
+from autograder.wire_tensor import encode_tensor, tensor_facts
 
 # The learner's objects the checker refers to by number (functions, classes, modules, the
 # tensors a module holds). An object keeps its number (HANDLES keeps it alive).
@@ -87,7 +89,7 @@ def _handle(obj, arrays: wire.Arrays | None = None) -> dict:
     if kind == "module":
         node["torch_class"] = torch_class(obj)
     if kind == "tensor":
-        node["data"] = wire.encode_tensor(obj, arrays)
+        node["data"] = encode_tensor(obj, arrays)
     return node
 
 
@@ -129,14 +131,14 @@ def _fingerprint(value):
 
     if type(value) is list:
         return json.dumps(wire.encode(value, None), sort_keys=True)
-    np = wire._numpy_if_loaded()
-    if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in wire.ARRAY_KINDS:
+    np = wire.numpy_if_loaded()
+    if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in ARRAY_KINDS:
         data = value.view(np.ndarray)
         raw = data.data if data.flags.c_contiguous else data.tobytes()
         return (data.shape, str(data.dtype), hashlib.sha1(raw).hexdigest())
     torch = _torch()
     if torch is not None and isinstance(value, torch.Tensor):
-        node = wire.encode_tensor(value, None)
+        node = encode_tensor(value, None)
         return hashlib.sha1(json.dumps(node, sort_keys=True).encode()).hexdigest()
     return None
 
@@ -257,7 +259,7 @@ def _run(request: dict, namespace: dict, folder_path: wire.Folder, rid: str,
         if request.get("values", True):
             items = [[name, t] for name, t in found]
         else:
-            items = [[name, wire.tensor_facts(t)[0], list(wire.tensor_facts(t)[1])]
+            items = [[name, tensor_facts(t)[0], list(tensor_facts(t)[1])]
                      for name, t in found]
         return {"value": wire.encode(items, out)}
     if op == "state_dict":
@@ -380,7 +382,7 @@ def serve_test(namespace: dict, folder: str, name: str) -> None:
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(wire.socket_path(fd, folder, name))
+        sock.connect(socket_path(fd, folder, name))
         lines = sock.makefile("rb")
         while True:
             line = lines.readline(200)

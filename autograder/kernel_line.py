@@ -10,6 +10,7 @@ import time
 
 from autograder import wire
 from autograder.session_errors import CheckStopped, ProtocolError
+from autograder.wire_folder import socket_path
 
 # Seconds a kernel interrupted at the time limit has to end its cell before it is killed.
 GRACE = 10.0
@@ -29,7 +30,7 @@ class KernelLine:
 
         self.name = f"line-{secrets.token_hex(8)}"
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(wire.socket_path(folder.fd, str(folder.path), self.name))
+        self.listener.bind(socket_path(folder.fd, str(folder.path), self.name))
         self.listener.listen(1)
         self.conn = None
         self.ended = False  # the kernel's cell has ended

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from autograder import wire
 from autograder.remote_torch import loaded_torch, remote_tensor_class, stand_in_class
 from autograder.session_errors import ProtocolError
+from autograder.wire_tensor import decode_tensor
 
 if TYPE_CHECKING:
     from autograder.session import Session
@@ -202,7 +203,7 @@ def proxy(session: Session, node: dict, arrays: wire.Arrays):
         number = node.get("id")
         if type(number) is not int:
             raise ProtocolError("a handle without a number")
-        tensor = wire.decode_tensor(data, arrays)
+        tensor = decode_tensor(data, arrays)
         out = remote_tensor_class()._make_subclass(remote_tensor_class(), tensor, False)
         out._remote = (session, number)
         return out
