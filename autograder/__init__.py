@@ -35,8 +35,9 @@ The course's facts (imported by everything, copied into the learner's kernel):
 
 In the learner's kernel (:data:`autograder.sandbox.KERNEL_FILES` lists what it gets):
 
-- :mod:`~autograder.kernel_client` (396 lines): the thin client that
-  runs what the trusted checker asks, nothing more.
+- :mod:`~autograder.kernel_client` (273 lines): the thin client that
+  runs what the trusted checker asks, nothing more; :mod:`~autograder.kernel_modules`
+  (161 lines): its commands on a learner's torch module (facts, parameters, hooks).
 - :mod:`~autograder.kernel_launch` (32 lines): starts a grading kernel
   in the sandbox.
 - :mod:`~autograder.kernel_zygote` (253 lines): a warm source of

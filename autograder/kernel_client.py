@@ -16,19 +16,16 @@ that is not plain data fails the check.
 from __future__ import annotations
 
 import json
-from autograder import wire
+
+from autograder import kernel_modules, wire
+from autograder.kernel_modules import loaded_torch, torch_class
 from autograder.wire_folder import ARRAY_KINDS, socket_path
-from autograder.wire_tensor import encode_tensor, tensor_facts
+from autograder.wire_tensor import encode_tensor
 
 # The learner's objects the checker refers to by number (functions, classes, modules, the
 # tensors a module holds). An object keeps its number (HANDLES keeps it alive).
 HANDLES: dict[int, object] = {}
 _NUMBERS: dict[int, int] = {}
-# Forward hooks the checker asked for (capture number -> torch's removable handle), and the
-# inputs (and outputs) they saw since the last reply, copied when they were seen.
-CAPTURES: dict[int, object] = {}
-CAPTURED: list = []
-MAX_CAPTURED = 64  # per reply: a hook left on during a long loop keeps the first ones only
 # The exceptions the checker can tell apart (a learner's exception counts as the first of
 # these it is an instance of).
 KINDS = ("NotImplementedError", "ValueError", "TypeError", "IndexError", "KeyError",
@@ -37,33 +34,13 @@ KINDS = ("NotImplementedError", "ValueError", "TypeError", "IndexError", "KeyErr
          "ImportError", "RuntimeError", "KeyboardInterrupt", "SystemExit", "Exception")
 
 
-def _torch():
-    import sys
-
-    return sys.modules.get("torch")
-
-
 def _kind(obj) -> str:
-    torch = _torch()
+    torch = loaded_torch()
     if torch is not None and isinstance(obj, torch.nn.Module):
         return "module"
     if torch is not None and isinstance(obj, torch.Tensor):
         return "tensor"
     return "class" if isinstance(obj, type) else "function"
-
-
-def torch_class(obj) -> str:
-    """``module.qualname`` of the first of torch's own classes in ``type(obj)``'s MRO (the
-    class itself when it is torch's: ``torch.nn.modules.linear.Linear``), or ''. Found by
-    identity in torch's modules, never from the object's attributes."""
-    import sys
-
-    for cls in type(obj).__mro__:
-        mod = cls.__dict__.get("__module__")
-        if type(mod) is str and mod.startswith("torch.") and getattr(
-                sys.modules.get(mod), cls.__qualname__, None) is cls:
-            return f"{mod}.{cls.__qualname__}"
-    return ""
 
 
 def _number(obj) -> int:
@@ -95,7 +72,7 @@ def _handle(obj, arrays: wire.Arrays | None = None) -> dict:
 
 def _modules_as_handles(arrays: wire.Arrays):
     """The encoder's hook for results: a module crosses as a handle, a tensor as data."""
-    torch = _torch()
+    torch = loaded_torch()
     if torch is None:
         return None
 
@@ -136,73 +113,11 @@ def _fingerprint(value):
         data = value.view(np.ndarray)
         raw = data.data if data.flags.c_contiguous else data.tobytes()
         return (data.shape, str(data.dtype), hashlib.sha1(raw).hexdigest())
-    torch = _torch()
+    torch = loaded_torch()
     if torch is not None and isinstance(value, torch.Tensor):
         node = encode_tensor(value, None)
         return hashlib.sha1(json.dumps(node, sort_keys=True).encode()).hexdigest()
     return None
-
-
-def _snapshot(value, depth: int = 0):
-    """``value`` with every tensor in it copied (a captured input the model may change in
-    place afterwards)."""
-    torch = _torch()
-    if depth > wire.MAX_DEPTH:
-        return value
-    if torch is not None and isinstance(value, torch.Tensor):
-        with torch._C.DisableTorchFunctionSubclass():
-            return torch.Tensor.detach(value).clone()
-    if type(value) in (list, tuple):
-        return type(value)(_snapshot(v, depth + 1) for v in value)
-    if type(value) is dict:
-        return {k: _snapshot(v, depth + 1) for k, v in value.items()}
-    return value
-
-
-def describe_modules(module) -> list:
-    """``[name, facts]`` for ``module`` and every submodule (``nn.Module.named_modules``):
-    facts are the type's name, its torch class (:func:`torch_class`) and, for torch's own
-    layers, what defines them: ``in_features``, ``out_features`` and ``bias`` (whether it
-    has one) of a Linear, ``normalized_shape``, ``eps`` and ``elementwise_affine`` of a
-    LayerNorm, ``num_embeddings`` and ``embedding_dim`` of an Embedding, ``p`` of a Dropout,
-    ``embed_dim`` and ``num_heads`` of a MultiheadAttention. Plain data only."""
-    from torch import nn
-
-    out = []
-    for name, m in nn.Module.named_modules(module):
-        facts = {"type": type(m).__name__[:200], "torch_class": torch_class(m)}
-        if isinstance(m, nn.Linear):
-            facts.update(in_features=int(m.in_features), out_features=int(m.out_features),
-                         bias=m._parameters.get("bias") is not None)
-        elif isinstance(m, nn.LayerNorm):
-            facts.update(normalized_shape=[int(n) for n in m.normalized_shape],
-                         eps=float(m.eps), elementwise_affine=bool(m.elementwise_affine))
-        elif isinstance(m, nn.Embedding):
-            facts.update(num_embeddings=int(m.num_embeddings),
-                         embedding_dim=int(m.embedding_dim))
-        elif isinstance(m, nn.modules.dropout._DropoutNd):
-            facts.update(p=float(m.p))
-        elif isinstance(m, nn.MultiheadAttention):
-            facts.update(embed_dim=int(m.embed_dim), num_heads=int(m.num_heads))
-        facts["training"] = bool(m.__dict__.get("training", False))
-        out.append([str(name)[:500], facts])
-    return out
-
-
-def _named_tensors(module, kind: str) -> list:
-    """(name, tensor) of every parameter (``kind`` ``_parameters``) or buffer
-    (``_buffers``) registered in ``module`` and its submodules (found by
-    :func:`nn.Module.named_modules` of torch's base class), each tensor once: what the module
-    holds, not what an override of ``parameters`` or ``named_modules`` says."""
-    from torch import nn
-
-    out, seen = [], set()
-    for prefix, m in nn.Module.named_modules(module):
-        for name, t in vars(m).get(kind, {}).items():
-            if t is not None and id(t) not in seen:
-                seen.add(id(t))
-                out.append([f"{prefix}.{name}" if prefix else name, t])
-    return out
 
 
 def _name(value) -> str:
@@ -223,9 +138,7 @@ def _run(request: dict, namespace: dict, folder_path: wire.Folder, rid: str,
         value = namespace[name]
         return {"value": _handle(value, out) if callable(value) else wire.encode(value, out)}
     if op == "uncapture":
-        hook = CAPTURES.pop(request.get("capture"), None)
-        if hook is not None:
-            hook.remove()
+        kernel_modules.uncapture(request.get("capture"))
         return {"value": wire.encode(None, out)}
     if op == "show":  # what the test cell's visible code printed (the checker ran it)
         import sys
@@ -250,46 +163,8 @@ def _run(request: dict, namespace: dict, folder_path: wire.Folder, rid: str,
         node = _handle(value, out) if _kind(value) in ("module", "tensor") or (
             callable(value) and not isinstance(value, type)) else None
         return {"value": node or wire.encode(value, out, handle=_modules_as_handles(out))}
-    from torch import nn
-
-    if not isinstance(obj, nn.Module):
-        raise TypeError(f"{type(obj).__name__} is not a torch.nn.Module")
-    if op == "parameters":
-        found = _named_tensors(obj, "_buffers" if request.get("buffers") else "_parameters")
-        if request.get("values", True):
-            items = [[name, t] for name, t in found]
-        else:
-            items = [[name, tensor_facts(t)[0], list(tensor_facts(t)[1])]
-                     for name, t in found]
-        return {"value": wire.encode(items, out)}
-    if op == "state_dict":
-        return {"value": wire.encode(dict(nn.Module.state_dict(obj)), out)}
-    if op == "load":
-        args, _ = _decode_args(request, wire.Arrays(folder_path, f"{rid}.in"))
-        if len(args) != 1 or type(args[0]) is not dict:
-            raise TypeError("load_state_dict takes one dict of tensors")
-        keys = nn.Module.load_state_dict(obj, args[0], strict=request.get("strict") is True)
-        return {"value": wire.encode({"missing": list(keys.missing_keys),
-                                      "unexpected": list(keys.unexpected_keys)}, out)}
-    if op == "modules":
-        return {"value": wire.encode(describe_modules(obj), out)}
-    if op == "train":
-        obj.train(request.get("mode") is True)
-        return {"value": wire.encode(None, out)}
-    if op == "capture":
-        n = len(CAPTURES) + 1
-        if request.get("when") == "post":
-            def hook(module, args, kwargs, output):
-                if len(CAPTURED) < MAX_CAPTURED:
-                    CAPTURED.append([n, _snapshot(args), _snapshot(kwargs), _snapshot(output)])
-            CAPTURES[n] = obj.register_forward_hook(hook, with_kwargs=True)
-        else:
-            def hook(module, args, kwargs):
-                if len(CAPTURED) < MAX_CAPTURED:
-                    CAPTURED.append([n, _snapshot(args), _snapshot(kwargs)])
-            CAPTURES[n] = obj.register_forward_pre_hook(hook, with_kwargs=True)
-        return {"value": wire.encode(n, out)}
-    return {"error": f"unknown request {op!r}"}
+    return kernel_modules.command(op, obj, request, lambda: _decode_args(
+        request, wire.Arrays(folder_path, f"{rid}.in"))[0], out)
 
 
 def _context(request: dict):
@@ -297,7 +172,7 @@ def _context(request: dict):
     import contextlib
 
     stack = contextlib.ExitStack()
-    torch = _torch()
+    torch = loaded_torch()
     if torch is not None and type(request.get("grad")) is bool:
         stack.enter_context(torch.set_grad_enabled(request["grad"]))
     if torch is not None and type(request.get("seed")) is int:
@@ -315,7 +190,8 @@ def serve(namespace: dict, folder: str, rid: str) -> bool:
     and for a module (the base ``nn.Module`` methods, not the learner's overrides):
     ``parameters`` (or buffers; with values or only dtypes and shapes), ``state_dict``,
     ``load`` (``load_state_dict`` of the tensors sent: the missing and unexpected keys),
-    ``modules`` (:func:`describe_modules`), ``train`` (``module.train(mode)``),
+    ``modules`` (:func:`autograder.kernel_modules.describe_modules`), ``train``
+    (``module.train(mode)``),
     ``capture`` (a forward pre-hook, or a forward hook with ``when: post``, whose inputs
     come back with every later reply as ``captured``) and ``uncapture``. ``grad`` and
     ``seed`` set torch's autograd mode and seed for the request (:func:`_context`)."""
@@ -332,12 +208,12 @@ def serve(namespace: dict, folder: str, rid: str) -> bool:
         interrupted = isinstance(exc, KeyboardInterrupt)
     else:
         interrupted = False
-    if CAPTURED:
+    seen = kernel_modules.take_captured()
+    if seen:
         try:
-            reply["captured"] = wire.encode(list(CAPTURED), out)
+            reply["captured"] = wire.encode(seen, out)
         except BaseException as exc:  # noqa: BLE001 - what the hooks saw cannot be sent
             reply = _raised(exc)
-        CAPTURED.clear()
     reply["id"] = rid
     try:
         wire.dump(reply, folder_path, f"{rid}.reply.json")

@@ -63,7 +63,7 @@ class RemoteModule(Remote):
     comes back as a proxy, a number as data), ``parameters``/``named_parameters``/
     ``buffers``/``state_dict`` (copies of the tensors), ``load_state_dict`` (the checker's
     tensors loaded by ``nn.Module.load_state_dict``), ``describe_modules`` (what each
-    submodule is, :func:`autograder.kernel_client.describe_modules`), indexing and ``len``
+    submodule is, :func:`autograder.kernel_modules.describe_modules`), indexing and ``len``
     (a ModuleList), and ``register_forward_pre_hook``/``register_forward_hook``: the kernel
     records the submodule's inputs (outputs) and the checker's hook is called with copies
     of them after the call (it observes; what it returns is not sent back). ``isinstance``

@@ -5,7 +5,7 @@ are proxies: inputs cross to the kernel as tensors (data, dtype, device), output
 back as plain tensors built from the data, and every verdict is reached here from them.
 ``MultiHeadAttention`` is built by command, given the weights of the checker's own
 ``nn.MultiheadAttention`` with ``load_state_dict``, run on the checker's inputs and probed
-for its submodules (:func:`autograder.kernel_client.describe_modules`). "Compute attention
+for its submodules (:func:`autograder.kernel_modules.describe_modules`). "Compute attention
 yourself" is judged by construction: every test first requires the graded part to return,
 in a fresh sandboxed Python where torch's attention operators are switched off in the
 dispatcher, what it returns in the kernel (:mod:`._probe`), so code that delegates to

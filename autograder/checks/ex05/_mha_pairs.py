@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from autograder import diagnose_heads, kernel_client
+from autograder import diagnose_heads, kernel_modules
 from autograder.checks.ex05._common import ATOL, RTOL, _call, _np, _randn, _tensor, ref
 from autograder.remote import RemoteModule
 from autograder.testing import assert_close, explain, fail, raised
@@ -16,11 +16,11 @@ from autograder.testing import assert_close, explain, fail, raised
 
 def submodules(module) -> dict[str, dict]:
     """name -> facts of ``module`` and its submodules
-    (:func:`autograder.kernel_client.describe_modules`): asked of the kernel for a learner's
+    (:func:`autograder.kernel_modules.describe_modules`): asked of the kernel for a learner's
     module there, read from the module itself otherwise."""
     if isinstance(module, RemoteModule):
         return dict(module.describe_modules())
-    return dict(kernel_client.describe_modules(module))
+    return dict(kernel_modules.describe_modules(module))
 
 
 def _build(cls, d_model: int, num_heads: int, bias: bool = True):

@@ -10,7 +10,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from autograder import kernel_client
+from autograder import kernel_modules
 from autograder.remote import Remote, RemoteModule
 from autograder.testing import call_learner, check_tensor, fail, raised
 
@@ -53,11 +53,11 @@ def _seeded(module, inp, seed: int, what: str):
 
 def submodules(module) -> dict[str, dict]:
     """name -> facts of ``module`` and every submodule
-    (:func:`autograder.kernel_client.describe_modules`), asked of the kernel for a
+    (:func:`autograder.kernel_modules.describe_modules`), asked of the kernel for a
     :class:`RemoteModule`."""
     if isinstance(module, RemoteModule):
         return dict(module.describe_modules())
-    return dict(kernel_client.describe_modules(module))
+    return dict(kernel_modules.describe_modules(module))
 
 
 def parameter_count(module) -> int:
