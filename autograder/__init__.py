@@ -159,8 +159,9 @@ The website and the command line:
 
 - :mod:`~autograder.inpage` (162 lines): code run in the website's own
   Python (Pyodide, in the reader's browser).
-- :mod:`~autograder.cli` (378 lines): ``python -m autograder``'s commands;
-  :mod:`~autograder.__main__` (10 lines) runs it.
+- :mod:`~autograder.cli` (215 lines): ``python -m autograder``'s commands;
+  :mod:`~autograder.__main__` (10 lines) runs it; :mod:`~autograder.check_command` (183
+  lines): the ``check`` command.
 """
 
 from autograder.exercises import ASSIGNMENTS  # derived from solutions/

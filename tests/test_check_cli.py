@@ -334,7 +334,7 @@ def test_a_mistyped_name_suggests_the_notebooks_of_its_folder_never_a_checkpoint
         tmp_path, monkeypatch):
     """The newcomer walk: `check exercises/ex01_python_attention/nope.ipynb` suggested
     ex03's notebook, and a misspelt name JupyterLab's checkpoint copy."""
-    from autograder.cli import _suggest
+    from autograder.check_command import _suggest
 
     folder = tmp_path / "exercises" / EX01
     (folder / ".ipynb_checkpoints").mkdir(parents=True)
