@@ -29,7 +29,7 @@ from autograder.config import DEFAULT_WORKSPACE, EXERCISES
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from autograder.grading.run import grade_class
+    from autograder.grading.grade import grade_class
 
     return grade_class(
         Path(args.submissions),

@@ -359,7 +359,7 @@ def test_every_status_has_a_row_on_the_contract_page(repo):
 
 def test_grading_the_staging_folder_is_refused(tmp_path, capsys):
     """The staging folder is the grader's own: grading it would replace its input."""
-    from autograder.grading.run import grade_class
+    from autograder.grading.grade import grade_class
 
     ws = tmp_path / "ws"
     path = write_submission(ws / autograde.STAGED, "s", A, filled_notebook(A))

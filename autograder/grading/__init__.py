@@ -9,8 +9,9 @@ One job per module, with its size in lines (the grading contract page of the boo
 ``contract.md``, says what the command does and what each status means;
 ``tests/test_module_map.py`` keeps this list whole and its sizes within 20 %):
 
-- :mod:`~autograder.grading.run` (348 lines): running a class: lock, discover, resume, hand
-  out, save.
+- :mod:`~autograder.grading.grade` (217 lines): ``grade``: refuse, lock, connect, start
+  the workers, grade, derive the records, summarise.
+- :mod:`~autograder.grading.run` (199 lines): one run's state: resume, hand out, save.
 - :mod:`~autograder.grading.pool` (337 lines): the worker pool, both ends (``Worker`` and
   its process).
 - :mod:`~autograder.grading.cluster` (229 lines): grading on a Dask cluster

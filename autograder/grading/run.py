@@ -1,34 +1,26 @@
-"""Running a class: ``python -m autograder grade``. Lock the workspace, discover the
-submissions, resume (skip rows that are final and whose inputs are unchanged: the notebook,
-its timestamp, due date, extension, late-penalty option, source notebook and check code, see
+"""One grading run's state (:class:`ClassRun`; :mod:`~autograder.grading.grade` runs it):
+resume (skip rows that are final and whose inputs are unchanged: the notebook, its
+timestamp, due date, extension, late-penalty option, source notebook and check code, see
 :mod:`~autograder.grading.keys`), hand the rest out to the worker pool, save the side table
-after every submission, derive ``grades.csv`` from the gradebook, print the summary."""
+after every submission; and :func:`mark`, the run's phases for the profile."""
 
 from __future__ import annotations
 
 import json
-import os
 import queue
 import sys
 import threading
 import time
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from autograder import env_vars
-from autograder.exercises import exercise_ids
 from autograder.grading import gradebook, keys
-from autograder.grading import cluster
-from autograder.grading.autograde import STAGED
-from autograder.grading.pool import Worker, default_jobs
-from autograder.grading.pool import preload
-from autograder.grading.release import ensure_released, source_notebook, write_config
-from autograder.grading.record import add_note, derive, derive_rows
-from autograder.grading.results import (FINAL, GRADES_CSV, Row, Status, load_state, save_rows,
+from autograder.grading.pool import Worker
+from autograder.grading.release import ensure_released, source_notebook
+from autograder.grading.record import add_note, derive_rows
+from autograder.grading.results import (FINAL, Row, Status, load_state, save_rows,
                                         state_line, write_state)
-from autograder.grading.submission import Submission, discover, strays
-from autograder.sandbox import sandbox_error
+from autograder.grading.submission import Submission
 
 
 CSV_INTERVAL = 1.0  # seconds between two rewrites of grades.csv while a class is graded
@@ -205,163 +197,3 @@ class ClassRun:
             for w in self.workers:
                 w.kill()
             raise
-
-
-def _import(*modules: str) -> None:
-    import importlib
-
-    for name in modules:
-        importlib.import_module(name)
-
-
-def start_workers(workspace: Path, subs: list[Submission], jobs: int, *, cell_timeout: int,
-                  memory_mb: int, late_penalty: str) -> list[Worker]:
-    """Start ``jobs`` workers (fewer for a smaller class) at the start of a run: they import
-    nbgrader and start their warm sandboxes while the grader works out what to grade and
-    releases the assignments (:meth:`ClassRun.use_workers` stops the ones not needed)."""
-    warm = tuple(sorted({s.assignment for s in subs if source_notebook(s.assignment).is_file()}))
-    workers = [Worker(workspace, i, cell_timeout, memory_mb, late_penalty, warm=warm)
-               for i in range(min(jobs, len(subs)))]
-    if workers:
-        preload()  # imported once here, then forked: not once more in every worker
-    for w in workers:  # all forked before the first thread (each listen() starts one)
-        w.start(fork=True)
-    for w in workers:
-        w.listen()
-    return workers
-
-
-def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeout: int = 60,
-                memory_mb: int = 4096, progress: bool = True, late_penalty: str = "none",
-                sandbox: bool = True, force: bool = False,
-                regrade: tuple[str, ...] = (), scheduler: str | None = None,
-                db_url: str | None = None) -> int:
-    """Grade every submission under ``submissions``; write ``workspace/grades.csv``.
-
-    A submission is graded when it has no final row yet or when an input of its grade
-    changed since (:mod:`~autograder.grading.keys`); ``force`` regrades all, ``regrade``
-    the named students' submissions.
-
-    ``scheduler``: the address of a Dask scheduler (``tcp://HOST:8786``); each submission is
-    graded by one of its workers (:mod:`~autograder.grading.cluster`) instead of ``jobs``
-    local workers. ``db_url``: a PostgreSQL URL for the workspace's gradebook instead of its
-    SQLite file, kept for later runs and nbgrader's own commands
-    (:func:`~autograder.grading.gradebook.set_db_url`).
-
-    ``submissions`` is only read (it may be the workspace's own ``submitted/``). Returns 0
-    when every submission has a row, 1 otherwise, 2 for a bad command line or a workspace
-    that another grading run holds.
-    """
-    if not submissions.is_dir():
-        print(f"error: {submissions} is not a folder of submissions", file=sys.stderr)
-        return 2
-    staged = workspace.resolve() / STAGED
-    if submissions.resolve() == staged or staged in submissions.resolve().parents:
-        print(f"error: {submissions} is the grader's own staging folder; grade the "
-              "submissions themselves (for instance the workspace's submitted/)", file=sys.stderr)
-        return 2
-
-    why = sandbox_error() if sandbox and not scheduler else None  # a cluster's: its workers'
-    if why:
-        print(f"error: the grading kernels cannot be sandboxed here: {why}. Learner code "
-              "would run with your rights; to grade anyway, add --no-sandbox", file=sys.stderr)
-        return 2
-    os.environ[env_vars.SANDBOX.name] = "1" if sandbox else "0"  # read by the workers' config
-    workspace = workspace.resolve()
-    workspace.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(workspace / ".lock")
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        print(f"error: another grading run is using {workspace}", file=sys.stderr)
-        return 2
-    client = None
-    workers: list[Worker] = []
-    try:
-        if db_url:
-            try:
-                gradebook.set_db_url(workspace, db_url)
-            except ValueError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 2
-        if scheduler:
-            try:
-                client = cluster.connect(scheduler)
-            except RuntimeError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 2
-            if gradebook.db_url(workspace).startswith("sqlite"):
-                print("warning: the gradebook is SQLite; with Dask workers on several machines "
-                      "give --db-url postgresql://USER@HOST/DATABASE", file=sys.stderr)
-        mark("start-up")
-        write_config(workspace, release_directory=workspace / "release",
-                     cell_timeout=cell_timeout, late_penalty=late_penalty)
-        subs = discover(submissions.resolve())
-        for stray in strays(submissions.resolve()):
-            print(f"warning: {stray} is not graded: its folder's name is none of the course's "
-                  f"assignments ({', '.join(exercise_ids())})", file=sys.stderr)
-        jobs = jobs or default_jobs({s.assignment for s in subs})  # 0: what the machine holds
-        unknown = sorted(set(regrade) - {s.student_id for s in subs})
-        if unknown:
-            print(f"error: --regrade names student(s) with no submission in {submissions}: "
-                  f"{', '.join(unknown)}", file=sys.stderr)
-            return 2
-        if client is None:
-            mark("start workers")
-            workers = start_workers(workspace, subs, jobs, cell_timeout=cell_timeout,
-                                    memory_mb=memory_mb, late_penalty=late_penalty)
-        mark("resume: inputs of each grade")
-        run = ClassRun(workspace, subs, cell_timeout=cell_timeout, memory_mb=memory_mb,
-                       late_penalty=late_penalty, force=force, regrade=frozenset(regrade))
-        if run.reasons:
-            print(f"regrading {len(run.todo)} submission(s); changed: " + ", ".join(
-                f"{name} ({n})" for name, n in sorted(run.reasons.items())))
-        if client is not None:
-            problems = cluster.check_workers(client, run) if run.todo else []
-            if problems:
-                print("error: the cluster cannot grade this class:\n  " + "\n  ".join(problems),
-                      file=sys.stderr)
-                return 2
-            if run.todo and not cluster.workers_in_use(client)[0]:
-                print(f"waiting for Dask workers to join {scheduler}", file=sys.stderr)
-        else:
-            run.use_workers(workers)
-        mark("release")
-        run.release()
-        run.save()
-        mark("grading")
-        start = time.monotonic()
-        if client is not None:
-            used = cluster.grade(run, client, progress)
-            connected, threads = cluster.workers_in_use(client)
-            where = (f" on {len(used)} Dask worker(s) ({connected} connected, {threads} "
-                     f"thread(s)) at {scheduler}")
-        else:
-            where = f" with {len(run.workers)} worker(s)"
-            # The summary's plotting library, imported while the workers grade (not after).
-            threading.Thread(target=_import, args=("matplotlib.figure",
-                                                   "matplotlib.backends.backend_agg"),
-                             daemon=True).start()
-            run.grade(progress)
-        # grades.csv, tests.csv and the summary from the gradebook (the one record).
-        mark("grades.csv and summary")
-        for line in derive(workspace)[1]:
-            print(line)
-        for w in run.workers:
-            w.stop()
-        print("kernels sandboxed with bubblewrap (no network, no course files)" if sandbox
-              else "WARNING: graded WITHOUT a sandbox (--no-sandbox): learner code ran with "
-                   "your rights; the sandbox column of grades.csv says 'none'")
-        print(f"graded {len(run.todo)} submission(s) in {time.monotonic() - start:.1f} s{where}; "
-              f"{len(run.rows)} row(s) in {workspace / GRADES_CSV}")
-        if not gradebook.db_url(workspace).startswith("sqlite"):
-            print(f"gradebook: {gradebook.shown(gradebook.db_url(workspace))}")
-        expected = {(s.student_id, s.assignment) for s in subs}
-        mark("end")
-        return 0 if expected <= set(run.rows) else 1
-    finally:
-        for w in workers:  # a run that stopped early: no worker outlives it
-            w.kill()
-        if client is not None:
-            client.close()
-        lock.release()
