@@ -223,14 +223,15 @@ def import_problems(root: Path, package: str = PACKAGE) -> tuple[list[str], list
 #   ``check`` does not import nbformat (1.2 s), nbgrader (0.7 s) or the grading package first,
 #   and starts the learner's kernel before it imports the notebook runner (the checks
 #   package, which a class's private release may not have, is optional there).
-# - grading/pool.py: a grading worker sets its memory cap and starts its warm sandbox before
-#   it imports nbgrader and the grading modules (the sandbox boots while they import), and
-#   the grader imports them in preload() only when it forks workers.
+# - grading/worker.py: a grading worker sets its memory cap and starts its warm sandbox before
+#   it imports nbgrader and the grading modules (the sandbox boots while they import);
+#   grading/pool.py: the grader imports them in preload() only when it forks workers.
 KNOWN_CIRCLES: list[set[str]] = []
 KNOWN_INNER_IMPORTS: dict[str, int] = {
     "autograder/cli.py": 8,
     "autograder/check_command.py": 3,
-    "autograder/grading/pool.py": 14,
+    "autograder/grading/pool.py": 8,
+    "autograder/grading/worker.py": 6,
 }
 
 

@@ -12,8 +12,10 @@ One job per module, with its size in lines (the grading contract page of the boo
 - :mod:`~autograder.grading.grade` (217 lines): ``grade``: refuse, lock, connect, start
   the workers, grade, derive the records, summarise.
 - :mod:`~autograder.grading.run` (199 lines): one run's state: resume, hand out, save.
-- :mod:`~autograder.grading.pool` (337 lines): the worker pool, both ends (``Worker`` and
-  its process).
+- :mod:`~autograder.grading.pool` (251 lines): the worker pool, the grader's end
+  (``Worker``: start, fork, hand out, read rows, stop).
+- :mod:`~autograder.grading.worker` (102 lines): a grading worker process (memory cap,
+  warm sandbox, then one task per line).
 - :mod:`~autograder.grading.cluster` (229 lines): grading on a Dask cluster
   (``--scheduler``).
 - :mod:`~autograder.grading.autograde` (194 lines): grading one submission: stage,

@@ -1,7 +1,8 @@
-"""The worker pool, both ends of its protocol: :class:`Worker` (in the grader) starts
-``python -m autograder.grading.pool WORKSPACE``, a process that imports nbgrader once, reads
-one JSON task per line on stdin, grades it and writes one JSON :class:`Row` per line on
-stdout (nbgrader's log goes to stderr). A worker that hangs is killed with its kernels."""
+"""The worker pool, the grader's end: :class:`Worker` starts a grading worker
+(:mod:`~autograder.grading.worker`: forked from the grader, which has imported what it
+needs, or ``python -m autograder.grading.worker WORKSPACE``), sends it one JSON task per line
+and reads one JSON :class:`Row` per line back. A worker that hangs is killed with its
+kernels."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import sys
 import threading
 from pathlib import Path
 
-from autograder import env_vars
 from autograder.grading.environment import child_env
 from autograder.grading.results import Row, Status
+from autograder.grading.worker import main
 
 
 # Memory one grading worker and its kernel use while grading (MiB, measured on the course's
@@ -58,7 +59,7 @@ class Worker:
     def __init__(self, workspace: Path, index: int | str, cell_timeout: int, memory_mb: int,
                  late_penalty: str = "none", warm: tuple[str, ...] = ()):
         self.workspace = workspace
-        self.args = [sys.executable, "-m", "autograder.grading.pool", str(workspace),
+        self.args = [sys.executable, "-m", "autograder.grading.worker", str(workspace),
                      "--cell-timeout", str(cell_timeout), "--memory-mb", str(memory_mb),
                      "--late-penalty", late_penalty]
         if warm:  # the assignments it will grade: its warm sandbox starts with it
@@ -248,91 +249,3 @@ def _fork(argv: list[str], workspace: Path, log: Path):
         os.close(fd)
     _PARENT_FDS.update((task_w, row_r))
     return _forked(pid, open(task_w, "w", encoding="utf-8"), open(row_r, encoding="utf-8"))
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this worker when the grader that started it dies (even SIGKILL)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the worker exits when stdin closes
-        pass
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The worker process. The memory cap is set before anything else is imported, so the
-    kernels this process starts inherit it."""
-    import argparse
-    import resource
-    import traceback
-
-    parser = argparse.ArgumentParser(prog="python -m autograder.grading.pool")
-    parser.add_argument("workspace")
-    parser.add_argument("--cell-timeout", type=int, default=60)
-    parser.add_argument("--memory-mb", type=int, default=0)
-    parser.add_argument("--late-penalty", default="none")
-    parser.add_argument("--warm", default="", help="assignments (comma-separated) whose "
-                        "kernels' warm sandbox to start now, while nbgrader is imported")
-    args = parser.parse_args(argv)
-    _die_with_parent()
-    if args.memory_mb:
-        cap = args.memory_mb * 1024 * 1024
-        # RLIMIT_DATA counts heap and private writable mappings (Linux >= 4.7), not the
-        # address space CUDA or thread stacks reserve, so a GPU kernel still starts.
-        resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
-        # No file a kernel writes (its working folder, its /tmp and /dev/shm, which are
-        # memory) grows past the cap either: a write beyond it kills the kernel (SIGXFSZ).
-        resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
-        # Neither counts shared memory, tmpfs files or a kernel's other processes: each
-        # kernel gets a memory cgroup of the cap (or a watchdog) and tmpfs mounts of at
-        # most the cap (autograder.kernel_memory).
-        from autograder import kernel_memory
-
-        kernel_memory.set_cap(cap)
-
-    if args.warm and env_vars.SANDBOX.get() == "1":
-        from autograder import warm_sandbox
-
-        if warm_sandbox.warm_kernels():
-            warm_sandbox.prewarm([a for a in args.warm.split(",") if a])
-    sys.modules.setdefault("rfc3987_syntax", None)  # see autograder/__main__.py
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-    from traitlets.config import Config
-
-    from autograder.grading import speedups
-
-    speedups.apply()
-
-    from autograder.nbgrader_settings import apply
-    from autograder.grading.autograde import STAGED, grade_one
-    from autograder.grading.submission import Submission
-
-    workspace = Path(args.workspace).resolve()
-    config = Config()
-    apply(config, workspace, release_directory=workspace / "release",
-          cell_timeout=args.cell_timeout, late_penalty=args.late_penalty,
-          submitted_directory=STAGED)
-    api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-    out = sys.stdout
-    sys.stdout = sys.stderr  # nothing but rows on the real stdout
-    for line in sys.stdin:
-        task = json.loads(line)
-        sub = Submission(task["student_id"], task["assignment"],
-                         Path(task["path"]) if task["path"] else None, task["sha256"])
-        try:
-            row = grade_one(api, sub, workspace)
-        except Exception as exc:  # noqa: BLE001 - a row is owed whatever happened
-            traceback.print_exc()
-            row = Row(sub.student_id, sub.assignment, submission_sha256=sub.sha256,
-                      detail=f"grader error: {type(exc).__name__}: {exc}")
-        out.write(json.dumps(row.to_dict()) + "\n")
-        out.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
