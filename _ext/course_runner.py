@@ -45,6 +45,7 @@ IN_PAGE_FILES = {
     "autograder/python_only.py": "python_only.py",
     "autograder/brief_tracebacks.py": "brief_tracebacks.py",  # testing imports it (no-op here)
     "autograder/verdicts.py": "verdicts.py",
+    "autograder/check_report.py": "check_report.py",
     "autograder/inpage.py": "inpage.py",
     "autograder/reference/__init__.py": "reference/__init__.py",
     "autograder/reference/python_attention.py": "reference/python_attention.py",

@@ -15,8 +15,9 @@ The course's facts (imported by everything, copied into the learner's kernel):
   derived from solutions/; which assignment a file's name says it is.
 - :mod:`~autograder.env_vars` (79 lines): every environment variable the course
   reads, declared once with its help (instructors.md lists the ones a person sets).
-- :mod:`~autograder.verdicts` (326 lines): a notebook's test cells once run:
-  one row per graded cell, its verdict and the report ``check`` prints (stdlib only).
+- :mod:`~autograder.verdicts` (278 lines): a notebook's test cells once run:
+  one row per graded cell and its verdict (stdlib only); :mod:`~autograder.check_report`
+  (58 lines): the report ``check`` prints from those rows.
 - :mod:`~autograder.wire` (212 lines): plain data across the grading boundary
   (the learner's kernel and the trusted checker): values encoded and decoded, checked.
   Its parts: :mod:`~autograder.wire_folder` (158 lines): the exchange folder, its

@@ -14,7 +14,7 @@ from autograder.config import EXERCISES, SOLUTIONS
 from autograder.exercises import assignment_of_path, trusted
 from autograder.in_notebook import GUARD as IN_NOTEBOOK_GUARD
 from autograder.rust_source import INSTALL_HINT, find_rustc
-from autograder.verdicts import report
+from autograder.check_report import report
 from autograder.warm_sandbox import preload_for
 
 

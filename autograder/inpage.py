@@ -9,7 +9,7 @@ is on their machine. Grading runs elsewhere (the trusted checker, ``contract.md`
 - :func:`run_cells`: a chapter cell after the cells it needs, in a fresh namespace; what
   the last one printed, as the build printed it.
 - :func:`check_exercise`: exercise 1's notebook with the learner's code in its solution
-  cells; the rows ``check`` prints (:func:`autograder.verdicts.report`): for every test
+  cells; the rows ``check`` prints (:func:`autograder.check_report.report`): for every test
   and knowledge check where the site carries the open course's hidden tests, else for the
   visible parts.
 """
@@ -24,15 +24,8 @@ import traceback
 from typing import Any
 
 from autograder.check_failure import mark_hidden_case
-from autograder.verdicts import (
-    Execution,
-    cell_errors,
-    grade_id,
-    is_test_cell,
-    nbgrader_meta,
-    report,
-    results,
-)
+from autograder.check_report import report
+from autograder.verdicts import Execution, cell_errors, grade_id, is_test_cell, nbgrader_meta, results
 
 MAX_OUTPUT = 100_000  # characters of output a cell may send back to the page
 

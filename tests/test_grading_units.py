@@ -493,7 +493,8 @@ def test_feedback_runs_and_loads_nothing_a_learner_wrote():
 def test_a_learner_s_text_reaches_the_terminal_inert():
     """Escape sequences (clear screen, a window title, OSC 52's clipboard write) and a
     right-to-left override in a learner's error message or answer are printed as escapes."""
-    from autograder.verdicts import TestResult, printable, report
+    from autograder.check_report import printable, report
+    from autograder.verdicts import TestResult
 
     evil = "\x1b[2J\x1b[H FAKE: all passed \x1b]0;title\x07\x1b]52;c;aGk=\x07 \u202eevil"
     shown = printable(evil)

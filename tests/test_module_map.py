@@ -91,3 +91,37 @@ def test_the_check_reports_a_missing_a_gone_and_a_resized_module(tmp_path):
         "autograder/__init__.py: autograder.new (1 lines) is missing from the map",
         "autograder/__init__.py: autograder.old is listed but is not a module of this map",
     ]
+
+
+# One job per module (issue 24): a module longer than this has grown a second job. The
+# reference implementations (autograder/reference/, read as a whole by the chapters) are
+# exempt.
+MAX_LINES = 300
+EXEMPT = ("autograder/reference/",)
+
+
+def long_modules(root: Path = REPO) -> list[str]:
+    """Every module of the package under ``root`` over :data:`MAX_LINES`, with its size."""
+    out = []
+    for path in sorted((root / "autograder").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if not rel.startswith(EXEMPT) and lines(path) > MAX_LINES:
+            out.append(f"{rel}: {lines(path)} lines")
+    return out
+
+
+def test_no_module_is_over_300_lines():
+    """No module outside ``reference/`` is over 300 lines: split it along its jobs."""
+    too_long = long_modules()
+    assert not too_long, "split these modules (one job each):\n" + "\n".join(too_long)
+
+
+def test_the_size_check_reports_a_long_module_and_spares_the_references(tmp_path):
+    """A 301-line module is reported with its size; a 300-line one and a 400-line reference
+    module are not."""
+    (tmp_path / "autograder" / "reference").mkdir(parents=True)
+    (tmp_path / "autograder" / "long.py").write_text("x\n" * 301, encoding="utf-8")
+    (tmp_path / "autograder" / "fits.py").write_text("x\n" * 300, encoding="utf-8")
+    (tmp_path / "autograder" / "reference" / "model.py").write_text("x\n" * 400,
+                                                                    encoding="utf-8")
+    assert long_modules(tmp_path) == ["autograder/long.py: 301 lines"]

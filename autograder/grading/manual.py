@@ -23,7 +23,7 @@ from autograder.grading.gradebook import db_url, open_gradebook, shown
 from autograder.grading.gradebook import exists as gradebook_exists
 from autograder.grading.release import nbgrader
 from autograder.notebook import nbgrader_meta
-from autograder.verdicts import printable
+from autograder.check_report import printable
 
 # What each manual score was given for: "student/assignment/cell" -> SHA-256 of the answer
 # as it was scored. nbgrader's autograde marks every scored written answer "needs manual
