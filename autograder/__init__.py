@@ -143,9 +143,10 @@ The grader's machinery (never in the learner's kernel):
   notebook.
 - :mod:`~autograder.notebook` (201 lines): reading nbgrader notebooks:
   test cells, which assignment, changed read-only cells; the kernel ``check`` starts early.
-- :mod:`~autograder.nbgrader_plugins` (322 lines): the nbgrader
-  preprocessors the course adds (the sandboxed and resilient execution, feedback without
-  hidden tests).
+- :mod:`~autograder.nbgrader_plugins` (145 lines): the nbgrader
+  preprocessors the course adds (feedback without hidden tests, cells in their order,
+  stubs by cell language); :mod:`~autograder.nbgrader_execute` (192 lines): its execution
+  of a submission (resilient, output capped, sandboxed and profiled).
 - :mod:`~autograder.trusted_tests` (205 lines): a notebook's test cells handed to the
   trusted checker, one serving kernel cell each (grading's executor and ``check``'s cell
   loop use it; it needs no part of nbgrader).

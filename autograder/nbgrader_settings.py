@@ -88,8 +88,8 @@ def apply(
         env = env_vars.SANDBOX.get()
         sandbox = env == "1" if env in ("0", "1") else sandbox_error() is None
     c.Autograde.autograde_preprocessors = [
-        "autograder.nbgrader_plugins.SandboxedExecute" if sandbox
-        else "autograder.nbgrader_plugins.ResilientExecute",
+        "autograder.nbgrader_execute.SandboxedExecute" if sandbox
+        else "autograder.nbgrader_execute.ResilientExecute",
         "nbgrader.preprocessors.IgnorePattern",
         "nbconvert.preprocessors.ClearMetadataPreprocessor",
         "nbgrader.preprocessors.LimitOutput",

@@ -1,6 +1,6 @@
 """The test cells of a notebook graded by the trusted checker, on the notebook's side.
 
-:class:`TrustedTests` is what nbgrader's executor (``nbgrader_plugins.ResilientExecute``,
+:class:`TrustedTests` is what nbgrader's executor (``nbgrader_execute.ResilientExecute``,
 in grading) and ``check``'s cell loop (:mod:`autograder.notebook_run`) hand each test cell
 to: one kernel cell serves the checker (:mod:`autograder.checker`), which runs the whole
 test against the learner's names through plain data; its verdict alone sets the cell's

@@ -19,7 +19,7 @@ from submissions import filled_notebook, write_submission
 
 from autograder import cgroups, kernel_memory
 from autograder.grading import submission
-from autograder.nbgrader_plugins import MAX_CELL_OUTPUT
+from autograder.nbgrader_execute import MAX_CELL_OUTPUT
 from autograder.notebook import nbgrader_meta
 
 A = "ex01_python_attention"

@@ -168,7 +168,7 @@ def preload() -> None:
     import nbgrader.coursedir  # noqa: F401
 
     import autograder.grading.autograde  # noqa: F401
-    import autograder.nbgrader_plugins  # noqa: F401
+    import autograder.nbgrader_execute  # noqa: F401
     import autograder.sandboxed_kernel  # noqa: F401
     from autograder.grading import speedups
 
