@@ -115,8 +115,9 @@ Answers, and how they are judged:
 
 The grader's machinery (never in the learner's kernel):
 
-- :mod:`~autograder.cgroups` (287 lines): where this process may make memory
-  cgroups, and the peak probe's own.
+- :mod:`~autograder.cgroups` (221 lines): the peak probe's memory cgroups, and a
+  writable hierarchy made sure of; :mod:`~autograder.cgroup_hierarchy` (99 lines): where
+  this process may make memory cgroups, read from /proc.
 - :mod:`~autograder.kernel_memory` (225 lines): the memory cap of a
   grading kernel (a cgroup of its own, or a watchdog).
 - :mod:`~autograder.sandbox` (209 lines): the bubblewrap sandbox of grading

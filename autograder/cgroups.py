@@ -10,10 +10,9 @@ import os
 import secrets
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import env_vars
+from autograder.cgroup_hierarchy import Hierarchy, find_hierarchy
 
 # The probe's memory limit (both of its cgroups together, no swap): far above any honest
 # peak and the largest library import (torch, ~0.5 GiB), below a grading machine's RAM.
@@ -66,98 +65,11 @@ def kill_until_empty(pids, seconds: float = 10.0) -> bool:
     return not pids()
 
 
-@dataclass
-class _Hierarchy:
-    """Where this process may make memory cgroups: cgroup ``version`` 1 or 2, under
-    ``parent`` (a cgroup folder this process can write)."""
-
-    version: int
-    parent: Path
-
-
-def _mounts() -> list[tuple[str, str, str, list[str]]]:
-    """(mount point, root in its file system, file system type, super options) of every
-    cgroup mount (/proc/self/mountinfo)."""
-    out = []
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8") as f:
-            for line in f:
-                left, _, right = line.partition(" - ")
-                fields, rest = left.split(), right.split()
-                if len(fields) >= 5 and len(rest) >= 3 and rest[0] in ("cgroup", "cgroup2"):
-                    point = fields[4].replace("\\040", " ")
-                    out.append((point, fields[3], rest[0], rest[2].split(",")))
-    except OSError:
-        pass
-    return out
-
-
-def _own_cgroups() -> dict[str, str]:
-    """This process's cgroup per hierarchy: {"memory": path} (v1), {"": path} (v2)."""
-    out = {}
-    try:
-        with open("/proc/self/cgroup", encoding="utf-8") as f:
-            for line in f:
-                parts = line.rstrip("\n").split(":", 2)
-                if len(parts) == 3:
-                    for controller in parts[1].split(",") if parts[1] else [""]:
-                        out[controller] = parts[2]
-    except OSError:
-        pass
-    return out
-
-
-def _inside(point: str, root: str, path: str) -> Path | None:
-    """The folder of cgroup ``path`` in a mount of the hierarchy's ``root`` at ``point``."""
-    root = root.rstrip("/")
-    if root and not (path == root or path.startswith(root + "/")):
-        return None
-    return Path(point, path[len(root):].lstrip("/"))
-
-
-def _find_hierarchy() -> tuple[_Hierarchy | None, str]:
-    """(where to make memory cgroups, why not when None)."""
-    own, mounts, why = _own_cgroups(), _mounts(), []
-    env = env_vars.CGROUP.get()
-    for point, root, kind, opts in mounts:  # cgroup v1 with the memory controller
-        if kind == "cgroup" and "memory" in opts and "memory" in own:
-            folder = Path(env) if env else _inside(point, root, own["memory"])
-            if folder is None or not folder.is_dir():
-                why.append(f"cgroup v1: this process's memory cgroup {own['memory']!r} is "
-                           f"not under the mount {point}")
-            elif not os.access(folder, os.W_OK):
-                why.append(f"cgroup v1: {folder} is not writable (run the grader as root, or "
-                           "give it a memory cgroup it may write: $AUTOGRADER_CGROUP)")
-            else:
-                return _Hierarchy(1, folder), ""
-    for point, root, kind, _opts in mounts:
-        if kind != "cgroup2":
-            continue
-        folder = Path(env) if env else _inside(point, root, own.get("", "/"))
-        if folder is None or not folder.is_dir():
-            continue
-        try:
-            available = (folder / "cgroup.controllers").read_text().split()
-        except OSError:
-            available = []
-        if "memory" not in available:
-            why.append(f"cgroup v2: the memory controller is not available in {folder}")
-            continue
-        if not os.access(folder, os.W_OK):
-            why.append(f"cgroup v2: {folder} is not writable (delegate a cgroup subtree to the "
-                       "grader's user and name it in $AUTOGRADER_CGROUP)")
-            continue
-        return _Hierarchy(2, folder), ""
-    if not mounts:
-        why.append("no cgroup file system is mounted (/proc/self/mountinfo)")
-    return None, "; ".join(why) or "no memory cgroup hierarchy found"
-
-
 class Cgroups:
     """The probe's cgroups: ``parent/autograder-peak-*`` (the memory limit, no swap) with
     the children ``setup`` and ``call``. Raises OSError where they cannot be made."""
 
-    def __init__(self, hierarchy: _Hierarchy):
+    def __init__(self, hierarchy: Hierarchy):
         self.version = hierarchy.version
         self.top = hierarchy.parent / f"autograder-peak-{os.getpid()}-{secrets.token_hex(6)}"
         self.made: list[Path] = []
@@ -287,10 +199,10 @@ def _remove_stale(parent: Path) -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def writable_hierarchy() -> tuple[_Hierarchy | None, str]:
+def writable_hierarchy() -> tuple[Hierarchy | None, str]:
     """(where this process may make memory cgroups, why not when None); found once, with
     one cgroup made and removed there to be sure, and stale probe cgroups removed."""
-    found, why = _find_hierarchy()
+    found, why = find_hierarchy()
     if found is None:
         return None, why
     _remove_stale(found.parent)
