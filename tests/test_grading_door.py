@@ -21,6 +21,7 @@ from conftest import grade
 from submissions import filled_notebook, write_submission
 
 from autograder.grading import ids, submission
+from autograder.grading.prevalidate import prevalidate
 from autograder.grading.results import Status
 
 A = "ex01_python_attention"
@@ -128,7 +129,7 @@ def test_discover_refuses_a_domain_login_and_reads_nothing_in_it(tmp_path):
     assert bob.refused[1].startswith(f"the folder '{tmp_path / 'UNI'}\\bob' is not graded: its "
                                      "name 'UNI\\bob' cannot be a student id, since it holds "
                                      "a backslash")
-    assert submission.prevalidate(bob) == (None, bob.refused)
+    assert prevalidate(bob) == (None, bob.refused)
     assert found["alice"].refused is None
 
 

@@ -18,6 +18,7 @@ import pytest
 from submissions import filled_notebook, write_submission
 
 from autograder.grading import export, keys, manual, record, submission
+from autograder.grading.prevalidate import prevalidate
 from autograder.grading.gradebook import open_gradebook
 from autograder.grading.results import Row, Status, load_state, save_state
 
@@ -86,11 +87,11 @@ def test_an_ex02_notebook_submitted_as_ex01_is_wrong_assignment(tmp_path):
 
     assert grade_ids(nb) & set(released_cells(A)), "the ids overlap: the old check passes"
     path = write_submission(tmp_path, "dave", A, nb)
-    got, bad = submission.prevalidate(submission.Submission("dave", A, path))
+    got, bad = prevalidate(submission.Submission("dave", A, path))
     assert got is None and bad[0] == Status.WRONG_ASSIGNMENT
     assert "notebook of ex02_numpy_attention, not of ex01_python_attention" in bad[1]
     right = write_submission(tmp_path, "erin", A, filled_notebook(A))
-    assert submission.prevalidate(submission.Submission("erin", A, right))[1] is None
+    assert prevalidate(submission.Submission("erin", A, right))[1] is None
 
 
 @pytest.mark.parametrize("text,ok", [
@@ -102,7 +103,7 @@ def test_an_unreadable_timestamp_is_named_before_nbgrader_runs(tmp_path, text, o
     traceback"; the row now says which file holds what."""
     path = write_submission(tmp_path, "tz", A, filled_notebook(A))
     (path.parent / "timestamp.txt").write_text(text + "\n")
-    nb, bad = submission.prevalidate(submission.Submission("tz", A, path))
+    nb, bad = prevalidate(submission.Submission("tz", A, path))
     if ok:
         assert bad is None and nb is not None
     else:

@@ -19,6 +19,7 @@ from submissions import filled_notebook, write_submission
 from autograder import diagnose, diagnose_heads
 from autograder.config import EXERCISES
 from autograder.grading import autograde, integrity, results, submission, tampering
+from autograder.grading.prevalidate import prevalidate
 from autograder.grading.results import Row, Status
 from autograder.nbgrader_plugins import HideTestSource, RestoreOrder
 from autograder.notebook import nbgrader_meta
@@ -63,7 +64,7 @@ def test_two_attempts_in_one_folder_say_so_and_name_both(tmp_path):
     _folder(tmp_path, "carol", {"attempt1.ipynb": filled_notebook(A),
                                 "attempt2.ipynb": filled_notebook(A)})
     (sub,) = submission.discover(tmp_path)
-    nb, bad = submission.prevalidate(sub)
+    nb, bad = prevalidate(sub)
     assert nb is None and bad[0] == Status.SEVERAL_NOTEBOOKS != Status.MISSING_NOTEBOOK
     assert bad[1].startswith("2 notebooks in the submission folder and none named "
                              f"{A}.ipynb: attempt1.ipynb, attempt2.ipynb; 2 of them are "
@@ -81,7 +82,7 @@ def test_of_several_notebooks_the_one_of_the_assignment_is_graded_and_why(tmp_pa
     assert dan.note == (f"3 notebooks in the submission folder, none named {A}.ipynb: "
                         f"attempt.ipynb is graded, the only one that is a notebook of {A} "
                         "(not: ex02.ipynb, notes.ipynb)")
-    assert submission.prevalidate(dan)[1] is None
+    assert prevalidate(dan)[1] is None
     assert eve.path is None and eve.refused[0] == Status.SEVERAL_NOTEBOOKS
     assert f"a.ipynb, b.ipynb; none of them is a notebook of {A}" in eve.refused[1]
 
@@ -124,7 +125,7 @@ def test_prevalidate_names_what_is_wrong(tmp_path, content, status, detail):
     if content is not None:
         path = tmp_path / "nb.ipynb"
         path.write_bytes(content)
-    nb, bad = submission.prevalidate(submission.Submission("s", A, path))
+    nb, bad = prevalidate(submission.Submission("s", A, path))
     assert nb is None and bad[0] == status and detail in bad[1]
 
 
@@ -132,7 +133,7 @@ def test_prevalidate_upgrades_nbformat3(tmp_path):
     path = tmp_path / "nb.ipynb"
     path.write_text(nbformat.writes(nbformat.convert(filled_notebook(A), 3), version=3))
     sub = submission.Submission("s", A, path)
-    nb, bad = submission.prevalidate(sub)
+    nb, bad = prevalidate(sub)
     assert bad is None and sub.converted and nb.nbformat == 4
     assert all(c.get("id") for c in nb.cells)
     assert integrity.grade_ids(nb) == set(integrity.released_cells(A))
@@ -143,7 +144,7 @@ def test_stage_copies_and_never_touches_the_input(tmp_path):
     (src.parent / "timestamp.txt").write_text("2026-01-01 12:00:00 UTC")
     before = {p.name: p.read_bytes() for p in src.parent.iterdir()}
     sub = submission.Submission("s", A, src)
-    nb, _ = submission.prevalidate(sub)
+    nb, _ = prevalidate(sub)
     ws = tmp_path / "ws"
     staged = autograde.stage(sub, nb, ws)
     assert staged == ws / autograde.STAGED / "s" / A / f"{A}.ipynb"
@@ -153,7 +154,7 @@ def test_stage_copies_and_never_touches_the_input(tmp_path):
     # Staging the workspace's own submitted/ copy does not delete it either.
     inside = write_submission(ws / "submitted", "t", A, filled_notebook(A))
     sub = submission.Submission("t", A, inside)
-    autograde.stage(sub, submission.prevalidate(sub)[0], ws)
+    autograde.stage(sub, prevalidate(sub)[0], ws)
     assert inside.is_file()
 
 

@@ -20,8 +20,10 @@ One job per module, with its size in lines (the grading contract page of the boo
   (``--scheduler``).
 - :mod:`~autograder.grading.autograde` (194 lines): grading one submission: stage,
   autograde, its row.
-- :mod:`~autograder.grading.submission` (308 lines): the submission model, discovery (which
-  notebook of a folder is graded), pre-validation.
+- :mod:`~autograder.grading.submission` (240 lines): the submission model, discovery (which
+  notebook of a folder is graded), what a submitted file may hold.
+- :mod:`~autograder.grading.prevalidate` (89 lines): a submission checked before nbgrader
+  sees it (a notebook, of this assignment, a readable timestamp).
 - :mod:`~autograder.grading.ids` (99 lines): which folder names can be student ids (checked
   at the door).
 - :mod:`~autograder.grading.times` (117 lines): submission times, every platform's form read

@@ -15,7 +15,8 @@ from autograder import env_vars, kernel_memory, sandbox
 from autograder.grading import gradebook, integrity
 from autograder.grading.record import NOTE, combine, fill  # noqa: F401 - combine re-exported
 from autograder.grading.results import Row, Status
-from autograder.grading.submission import Submission, prevalidate, read_timestamp
+from autograder.grading.prevalidate import prevalidate
+from autograder.grading.submission import Submission, read_timestamp
 from autograder.grading.times import for_nbgrader, submission_time
 from autograder.trusted_tests import STOPPED
 from autograder.notebook import nbgrader_meta
