@@ -87,7 +87,7 @@ def scaled_dot_product_attention(
             f"query has d_k = {d_k} (shape {tuple(query.shape)}) but key has d_k = "
             f"{key.shape[-1]} (shape {tuple(key.shape)})"
         )
-    if value.shape[-2] != T_k:  # "S": T_k's name in exercise 5 and PyTorch's documentation
+    if value.shape[-2] != T_k:  # "S": T_k's name in ex05_torch_attention and PyTorch's docs
         raise ValueError(
             f"key has S = {T_k} positions (shape {tuple(key.shape)}) but value has "
             f"{value.shape[-2]} (shape {tuple(value.shape)})"
@@ -228,7 +228,7 @@ class MultiHeadAttention(nn.Module):
                 f"batch sizes differ: query {tuple(query.shape)}, key {tuple(key.shape)}, "
                 f"value {tuple(value.shape)}"
             )
-        if value.shape[1] != T_k:  # "S": T_k's name in exercise 5 and PyTorch's documentation
+        if value.shape[1] != T_k:  # "S": T_k's name in ex05_torch_attention and PyTorch's docs
             raise ValueError(f"key has S = {T_k} positions but value has {value.shape[1]}")
         if attn_mask is not None:
             allowed = [(T_q, T_k), (B, 1, T_q, T_k), (B, self.num_heads, T_q, T_k)]
