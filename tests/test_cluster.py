@@ -98,7 +98,7 @@ def test_a_worker_that_cannot_see_the_workspace_or_the_database_says_so(tmp_path
 
 
 def test_grading_on_one_machine_does_not_import_dask():
-    code = ("import sys, autograder.cli, autograder.grading.run, autograder.grading.pool; "
+    code = ("import sys, autograder.cli, autograder.grading.grade, autograder.grading.pool; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed', "
             "'psycopg')))")
     proc = run([sys.executable, "-c", code])
@@ -456,7 +456,7 @@ def test_a_worker_killed_while_it_grades_has_its_submission_graded_once(
                 pid = client.run(os.getpid, workers=[worker])[worker]
                 victim = psutil.Process(pid)
                 graders = [p for p in victim.children(recursive=True)
-                           if "autograder.grading.pool" in " ".join(p.cmdline())]
+                           if "autograder.grading.worker" in " ".join(p.cmdline())]
                 assert graders, "the worker runs its submission in a grading process"
                 os.kill(pid, signal.SIGKILL)
         out, err = coordinator.communicate(timeout=900)
