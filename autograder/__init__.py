@@ -120,11 +120,15 @@ The grader's machinery (never in the learner's kernel):
   this process may make memory cgroups, read from /proc.
 - :mod:`~autograder.kernel_memory` (225 lines): the memory cap of a
   grading kernel (a cgroup of its own, or a watchdog).
-- :mod:`~autograder.sandbox` (209 lines): the bubblewrap sandbox of grading
-  kernels: its rules (system binds, the course files a kernel gets), what managers share.
-- :mod:`~autograder.warm_sandbox` (303 lines): the warm sandbox that forks one
+- :mod:`~autograder.bwrap_box` (102 lines): the one place a bubblewrap command line
+  is built: a sandbox described as data (mounts, working folder, environment) and the
+  isolation every sandbox gets (pure; tested as data).
+- :mod:`~autograder.sandbox` (242 lines): the bubblewrap sandbox of grading
+  kernels: its rules (system binds, a kernel's box and environment, the course files a
+  kernel gets), what managers share.
+- :mod:`~autograder.warm_sandbox` (289 lines): the warm sandbox that forks one
   kernel per notebook (``Zygote``), this process's one.
-- :mod:`~autograder.sandboxed_kernel` (294 lines): the kernel manager nbclient
+- :mod:`~autograder.sandboxed_kernel` (284 lines): the kernel manager nbclient
   uses: a kernel started in the sandbox or forked warm, its memory capped.
 - :mod:`~autograder.probe` (139 lines): a learner's cells run again in a Python
   with the standard library only.

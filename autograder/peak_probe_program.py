@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 import sys
 
+from autograder import bwrap_box
+from autograder.bwrap_box import Box, remount_ro, tmpfs
 from autograder.config import SOLUTIONS
 from autograder.sandbox import bwrap, sandbox_error, system_binds
 from autograder.verdicts import nbgrader_meta
@@ -158,18 +160,6 @@ def imported_modules(cells: list[str]) -> list[str]:
     return list(dict.fromkeys(names))[:MAX_IMPORTS]
 
 
-def probe_binds() -> list[str]:
-    """The sandbox's system binds without GPU devices (GPU memory is in no cgroup)."""
-    binds, out, i = system_binds(), [], 0
-    while i < len(binds):
-        if binds[i] == "--dev-bind-try":
-            i += 3
-            continue
-        out.append(binds[i])
-        i += 1
-    return out
-
-
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp",
        "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": "/tmp/matplotlib",
        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -181,10 +171,7 @@ def command() -> tuple[list[str], bool]:
     py = [sys.executable, "-I", "-c", RUNNER]
     if sandbox_error() is not None:
         return py, False
-    box = [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-           "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp",
-           *probe_binds(), "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
-    for k, v in ENV.items():
-        box += ["--setenv", k, v]
-    return [*box, "--", *py], True
+    box = Box(mounts=(*tmpfs("/dev/shm"), *tmpfs("/tmp"), *system_binds(gpu=False), *remount_ro("/")),
+              chdir="/tmp", env=ENV)
+    return bwrap_box.command(bwrap(), box, py), True
 

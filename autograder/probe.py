@@ -22,7 +22,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from autograder import limits
+from autograder import bwrap_box, limits
+from autograder.bwrap_box import Box, remount_ro, tmpfs
 from autograder.sandbox import bwrap, sandbox_error, system_binds
 
 TIMEOUT = 60
@@ -99,12 +100,12 @@ def command() -> list[str]:
     py = [sys.executable, "-I", "-S", "-c", RUNNER]
     if sandbox_error() is not None:
         return py
-    box = [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-           "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *system_binds()]
+    mounts = [*tmpfs("/tmp"), *system_binds()]
     for folder in _package_folders():
-        box += ["--tmpfs", folder]
-    return [*box, "--remount-ro", "/", "--chdir", "/tmp", "--clearenv",
-            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8", "--", *py]
+        mounts += tmpfs(folder)
+    box = Box(mounts=(*mounts, *remount_ro("/")), chdir="/tmp",
+              env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+    return bwrap_box.command(bwrap(), box, py)
 
 
 def run(cells: list[str], calls: list[tuple[str, tuple]], banned: tuple[str, ...] = (),

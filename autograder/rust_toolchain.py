@@ -20,7 +20,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import env_vars, limits
+from autograder import bwrap_box, env_vars, limits
+from autograder.bwrap_box import Box, bind, remount_ro, ro_bind, tmpfs
 from autograder.rust_main import ROOT
 from autograder.rust_source import INSTALL_HINT, find_rustc, rustc_version
 from autograder.sandbox import bwrap, sandbox_error
@@ -165,13 +166,13 @@ def write_new(path: Path, data: bytes) -> None:
 
 def _system_root() -> list[str]:
     """bwrap arguments for ``/usr`` read-only and the merged-/usr links (/bin, /lib...)."""
-    args = ["--ro-bind", "/usr", "/usr"]
+    args = ro_bind("/usr")
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         p = Path(top)
         if p.is_symlink():
             args += ["--symlink", os.readlink(p), top]
         elif p.is_dir():
-            args += ["--ro-bind", top, top]
+            args += ro_bind(top)
     return args
 
 
@@ -205,17 +206,15 @@ def run_rustc(tc: Toolchain, src: Path, out: Path, args: list[str],
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
            "LD_LIBRARY_PATH": str(Path(tc.sysroot, "lib"))}
     if sandboxed():
-        box = [bwrap(), "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop",
-               "ALL", *_system_root(), "--tmpfs", "/tmp"]
+        mounts = [*_system_root(), *tmpfs("/tmp")]
         for extra in {tc.sysroot, str(Path(tc.rustc).parent),
                       str(Path(tc.linker).parent) if tc.linker else "/usr"}:
             if not _under_usr(extra):
-                box += ["--ro-bind", extra, extra]
-        box += ["--ro-bind", str(src), "/src", "--bind", str(out), "/out", "--chdir", "/src",
-                "--clearenv"]
-        for k, v in env.items():
-            box += ["--setenv", k, v]
-        cmd, cwd, outer = [*box, "--", tc.rustc, *args], "/", {"PATH": "/usr/bin:/bin"}
+                mounts += ro_bind(extra)
+        box = Box(mounts=(*mounts, *ro_bind(str(src), "/src"), *bind(str(out), "/out")),
+                  chdir="/src", env=env, proc_and_dev=False, new_session=True)
+        cmd, cwd = bwrap_box.command(bwrap(), box, [tc.rustc, *args]), "/"
+        outer = {"PATH": "/usr/bin:/bin"}
     else:  # --no-sandbox: the same paths, outside any sandbox
         args = [str(out) + a[4:] if a.startswith("/out") else a for a in args]
         cmd, cwd, outer = [tc.rustc, *args], str(src), env
@@ -236,9 +235,7 @@ def run_command(binary: Path, libs: tuple[str, ...], cpu: float) -> list[str]:
     if not sandboxed():
         return limits.limited([str(binary)], cpu, RUN_ADDRESS_SPACE)
 
-    box = [bwrap(), "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    for lib in libs:
-        box += ["--ro-bind", lib, lib]
-    box += ["--ro-bind", str(binary), "/program", "--remount-ro", "/", "--chdir", "/",
-            "--clearenv", "--", "/program"]
-    return limits.limited(box, cpu, RUN_ADDRESS_SPACE)
+    mounts = [arg for lib in libs for arg in ro_bind(lib)]
+    box = Box(mounts=(*mounts, *ro_bind(str(binary), "/program"), *remount_ro("/")),
+              proc_and_dev=False, new_session=True)
+    return limits.limited(bwrap_box.command(bwrap(), box, ["/program"]), cpu, RUN_ADDRESS_SPACE)

@@ -37,9 +37,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
-from autograder import env_vars, kernel_memory
+from autograder import bwrap_box, env_vars, kernel_memory
 from autograder.memory import child_pids
 from autograder.rust_source import find_rustc
 
@@ -64,9 +65,9 @@ def sandbox_error() -> str | None:
         return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     try:
         # The tmpfs first: binds after it stay visible when Python lives under /tmp.
-        done = subprocess.run([exe, "--unshare-all", "--die-with-parent", "--proc", "/proc",
-                               "--dev", "/dev", "--tmpfs", "/tmp", *system_binds(),
-                               sys.executable, "-c", "print('ok')"],
+        box = bwrap_box.Box(mounts=(*bwrap_box.tmpfs("/tmp"), *system_binds()),
+                            env={"PATH": "/usr/bin:/bin"})
+        done = subprocess.run(bwrap_box.command(exe, box, [sys.executable, "-c", "print('ok')"]),
                               capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"bwrap could not run: {exc}"
@@ -96,18 +97,20 @@ def scratch_tmpfs() -> list[str]:
     """The sandbox's ``/dev/shm`` and ``/tmp``: tmpfs mounts of at most the memory cap each
     (:mod:`autograder.kernel_memory`)."""
     size = tmpfs_size_args()
-    return [*size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp"]
+    return [*bwrap_box.tmpfs("/dev/shm", size), *bwrap_box.tmpfs("/tmp", size)]
 
 
-def system_binds() -> list[str]:
-    """Read-only binds of the operating system and the Python that runs the kernel."""
+def system_binds(gpu: bool = True) -> list[str]:
+    """Read-only binds of the operating system and the Python that runs the kernel, and
+    the GPU's devices where there are some (``gpu=False``: none, as for the memory probe,
+    since GPU memory is in no cgroup)."""
     args = []
     for top in ("/usr", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin"):
         p = Path(top)
         if p.is_symlink():  # merged /usr: /bin -> usr/bin
             args += ["--symlink", os.readlink(p), top]
         elif p.is_dir():
-            args += ["--ro-bind", top, top]
+            args += bwrap_box.ro_bind(top)
     roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
              Path(sys.executable).resolve().parent.parent}
     sysroot = rust_sysroot()  # the Rust exercise compiles learner cells in the kernel
@@ -119,11 +122,38 @@ def system_binds() -> list[str]:
     usr = Path("/usr")
     for root in sorted(roots):
         if not (root == usr or usr in root.parents) and root.is_dir():
-            args += ["--ro-bind", str(root), str(root)]
+            args += bwrap_box.ro_bind(str(root))
     for dev in sorted(Path("/dev").glob("nvidia*")) + [Path("/dev/dri")]:
-        if dev.exists():
-            args += ["--dev-bind-try", str(dev), str(dev)]
+        if gpu and dev.exists():
+            args += bwrap_box.dev_bind_try(str(dev))
     return args
+
+
+def kernel_env(source: Mapping[str, str], **extra: str) -> dict[str, str]:
+    """A kernel's whole environment: the variables of ``source`` named in
+    :data:`KEEP_ENV`, a home, caches and the course in the sandbox, and ``extra``."""
+    env = {k: v for k, v in source.items() if k in KEEP_ENV}
+    env.update(HOME="/tmp", MPLCONFIGDIR="/tmp/matplotlib", PYTHONPATH=COURSE_DIR,
+               PYTHONDONTWRITEBYTECODE="1", IPYTHONDIR="/tmp/ipython", **extra)
+    return env
+
+
+def kernel_box(run: Path, course: Path, work: Path, workdir: str, env: Mapping[str, str],
+               shared: bool = False) -> bwrap_box.Box:
+    """The sandbox of a grading kernel: the system read-only, its own ``/tmp`` and
+    ``/dev/shm`` (at most the memory cap each), and three writable folders: ``run``
+    (the connection file and sockets, at its own path), ``course`` (at
+    :data:`COURSE_DIR`) and ``work`` (at ``workdir``, the working folder).
+
+    ``shared``: the warm sandbox, which kernels use one after another. Its root and
+    ``/dev`` are read-only (nothing writable but the folders wiped between kernels) and
+    its command is PID 1 (it reaps the kernels it forks).
+    """
+    mounts = (*scratch_tmpfs(), *system_binds(), *bwrap_box.bind(str(run)),
+              *bwrap_box.bind(str(course), COURSE_DIR), *bwrap_box.bind(str(work), workdir))
+    if shared:
+        mounts += (*bwrap_box.remount_ro("/"), *bwrap_box.remount_ro("/dev"))
+    return bwrap_box.Box(mounts=mounts, chdir=workdir, env=env, as_pid_1=shared)
 
 
 @functools.lru_cache(maxsize=None)

@@ -18,9 +18,9 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
-from autograder import env_vars, kernel_memory
-from autograder.sandbox import (COURSE_DIR, KEEP_ENV, bwrap, copy_course, descendants,
-                                rust_sysroot, sandbox_error, scratch_tmpfs, system_binds)
+from autograder import bwrap_box, env_vars, kernel_memory
+from autograder.sandbox import (bwrap, copy_course, descendants, kernel_box, kernel_env,
+                                rust_sysroot, sandbox_error)
 from autograder.warm_sandbox import WORK_DIR, ForkedKernel, warm_kernels, zygote_for
 
 # Run with -I -S -c: enter the kernel's memory cgroup, then become bubblewrap (whose
@@ -146,14 +146,10 @@ class SandboxedKernelManager(AsyncKernelManager):
     def _kernel_env(self, kw: dict, run: Path) -> dict:
         """The kernel's whole environment (``run`` is mounted at its own path: the
         connection file names it)."""
-        env = kw.get("env") or dict(os.environ)
-        kept = {k: v for k, v in env.items() if k in KEEP_ENV}
-        kept.update(HOME="/tmp", MPLCONFIGDIR="/tmp/matplotlib", PYTHONPATH=COURSE_DIR,
-                    PYTHONDONTWRITEBYTECODE="1", JUPYTER_RUNTIME_DIR=str(run),
-                    IPYTHONDIR="/tmp/ipython", **{env_vars.ASSIGNMENT.name: self.assignment})
+        extra = {"JUPYTER_RUNTIME_DIR": str(run), env_vars.ASSIGNMENT.name: self.assignment}
         if rust_sysroot():
-            kept["RUSTC"] = str(Path(rust_sysroot(), "bin", "rustc"))
-        return kept
+            extra["RUSTC"] = str(Path(rust_sysroot(), "bin", "rustc"))
+        return kernel_env(kw.get("env") or os.environ, **extra)
 
     def _wrap(self, cmd: list[str], kw: dict) -> list[str]:
         cwd = Path(kw.get("cwd") or os.getcwd()).resolve()
@@ -167,18 +163,12 @@ class SandboxedKernelManager(AsyncKernelManager):
         args = _kernel_args(cmd)
         # bwrap applies mounts in order: the empty /tmp comes before the binds, so that a
         # course (and its .venv) cloned under /tmp is still visible, read-only, inside.
-        box = [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-               "--proc", "/proc", "--dev", "/dev", *scratch_tmpfs(),
-               *system_binds(),
-               "--bind", str(run), str(run),
-               "--bind", str(self.scratch / "course"), COURSE_DIR,
-               "--bind", str(work), str(cwd), "--chdir", str(cwd), "--clearenv"]
-        for k, v in kept.items():
-            box += ["--setenv", k, v]
+        box = kernel_box(run, self.scratch / "course", work, str(cwd), kept)
+        line = bwrap_box.command(bwrap(), box, [*inner, *args])
         if self._cgroup is not None:  # bubblewrap starts in the kernel's memory cgroup
-            box = [sys.executable, "-I", "-S", "-c", _ENTER_CGROUP, self._cgroup.procs_file(),
-                   *box]
-        return [*box, "--", *inner, *args]
+            line = [sys.executable, "-I", "-S", "-c", _ENTER_CGROUP, self._cgroup.procs_file(),
+                    *line]
+        return line
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
         if getattr(self, "_zygote", None) is None:

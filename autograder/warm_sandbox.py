@@ -23,9 +23,8 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import env_vars, sandbox
-from autograder.sandbox import (COURSE_DIR, KEEP_ENV, PACKAGE, PolledProcess, bwrap,
-                                descendants, scratch_tmpfs, system_binds)
+from autograder import bwrap_box, env_vars, sandbox
+from autograder.sandbox import PACKAGE, PolledProcess, bwrap, descendants
 
 WORK_DIR = "/submission"  # a forked kernel's working folder (a copy of the notebook's)
 
@@ -111,24 +110,11 @@ class Zygote:
         listener.listen(1)
         listener.settimeout(1)  # _connect also watches the process: it may die first
         sandbox.copy_course(self.root / "course")
-        env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
-        env.update(HOME="/tmp", MPLCONFIGDIR="/tmp/matplotlib", PYTHONPATH=COURSE_DIR,
-                   PYTHONDONTWRITEBYTECODE="1", IPYTHONDIR="/tmp/ipython")
-        run = self.root / "run"
-        box = [bwrap(), "--unshare-all", "--die-with-parent", "--as-pid-1", "--cap-drop", "ALL",
-               "--proc", "/proc", "--dev", "/dev", *scratch_tmpfs(),
-               *system_binds(),
-               "--bind", str(run), str(run),
-               "--bind", str(self.root / "course"), COURSE_DIR,
-               "--bind", str(self.root / "work"), WORK_DIR,
-               # kernels share this sandbox one after another: nothing writable but the
-               # folders wiped between them
-               "--remount-ro", "/", "--remount-ro", "/dev",
-               "--chdir", WORK_DIR, "--clearenv"]
-        for k, v in env.items():
-            box += ["--setenv", k, v]
-        box += ["--", sys.executable, "-m", "autograder.kernel_zygote", str(sock), *preload]
-        self.proc = subprocess.Popen(box, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        box = sandbox.kernel_box(self.root / "run", self.root / "course", self.root / "work",
+                                 WORK_DIR, sandbox.kernel_env(os.environ), shared=True)
+        line = bwrap_box.command(bwrap(), box, [sys.executable, "-m", "autograder.kernel_zygote",
+                                                str(sock), *preload])
+        self.proc = subprocess.Popen(line, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         self.conn = None
         self.pid: int | None = None  # its PID here, once it is ready
         self.error = ""

@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder import limits
+from autograder import bwrap_box, limits
+from autograder.bwrap_box import Box, remount_ro, ro_bind, tmpfs
 from autograder.sandbox import bwrap, copy_course, sandbox_error, system_binds
 
 MAX_OUTPUT = 8 * 2**20
@@ -200,14 +201,13 @@ def command(course: Path) -> list[str]:
     py = [sys.executable, "-I", "-c", RUNNER]
     if sandbox_error() is not None:
         return py
-    return [bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *system_binds(),
-            "--remount-ro", "/", "--tmpfs", "/tmp",  # a writable /tmp of its own
-            *_under_tmp_again(),  # a Python environment in /tmp (a clone there) stays seen
-            "--ro-bind", str(course), str(course),  # (under /tmp: bound after it)
-            "--chdir", "/tmp", "--clearenv",
-            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
-            "--setenv", "HOME", "/tmp", "--setenv", "OMP_NUM_THREADS", "1", "--", *py]
+    mounts = (*tmpfs("/tmp"), *system_binds(),
+              *remount_ro("/"), *tmpfs("/tmp"),  # a writable /tmp of its own
+              *_under_tmp_again(),  # a Python environment in /tmp (a clone there) stays seen
+              *ro_bind(str(course)))  # (under /tmp: bound after it)
+    box = Box(mounts=mounts, chdir="/tmp", env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+                                                "HOME": "/tmp", "OMP_NUM_THREADS": "1"})
+    return bwrap_box.command(bwrap(), box, py)
 
 
 def _under_tmp_again() -> list[str]:
@@ -217,7 +217,7 @@ def _under_tmp_again() -> list[str]:
     for path in dict.fromkeys((sys.prefix, sys.exec_prefix, sys.base_prefix)):
         real = os.path.realpath(path)
         if real == "/tmp" or real.startswith("/tmp/"):
-            out += ["--ro-bind", real, real]
+            out += ro_bind(real)
     return out
 
 
