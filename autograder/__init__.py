@@ -152,9 +152,12 @@ The grader's machinery (never in the learner's kernel):
   preprocessors the course adds (feedback without hidden tests, cells in their order,
   stubs by cell language); :mod:`~autograder.nbgrader_execute` (192 lines): its execution
   of a submission (resilient, output capped, sandboxed and profiled).
-- :mod:`~autograder.trusted_tests` (205 lines): a notebook's test cells handed to the
+- :mod:`~autograder.phase_times` (34 lines): seconds per grading phase in a worker,
+  for ``bench_grading.py --profile`` (add, timed, take).
+- :mod:`~autograder.trusted_tests` (219 lines): a notebook's test cells handed to the
   trusted checker, one serving kernel cell each (grading's executor and ``check``'s cell
-  loop use it; it needs no part of nbgrader).
+  loop use it; it needs no part of nbgrader); what stopped the cells, kept in the
+  autograded notebook's metadata.
 - :mod:`~autograder.notebook_run` (69 lines): ``check``'s run of a
   notebook, cell by cell, the tests by the trusted checker.
 - :mod:`~autograder.nbgrader_settings` (111 lines): the course's

@@ -13,10 +13,10 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
 
-from autograder import kernel_memory, sandbox, sandboxed_kernel
+from autograder import kernel_memory, phase_times, sandboxed_kernel
 from autograder.exercises import trusted
-from autograder.trusted_tests import (  # noqa: F401 - STOPPED: read by grading
-    IOPUB_LATE, STOPPED, TrustedTests, _error, _where)
+from autograder.trusted_tests import (GRADER_KEY, IOPUB_LATE, TrustedTests, _error, _where,
+                                      record_stopped)
 
 
 # What one cell's outputs may hold (stream text, each display's data): far above any honest
@@ -49,7 +49,8 @@ class ResilientExecute(Execute):
     def preprocess(self, nb, resources, km=None):
         self._dead = False
         self.made_km = None  # the kernel manager made for this notebook (the sandbox's)
-        STOPPED.clear()
+        self.stopped: list[tuple[str, str]] = []  # what stopped its cells (grader's record)
+        nb.metadata.pop(GRADER_KEY, None)  # only the grader writes it
         assignment = resources.get("nbgrader", {}).get("assignment", "") or ""
         self._trusted = TrustedTests(self, nb, assignment) if trusted(assignment) else None
         try:
@@ -62,9 +63,10 @@ class ResilientExecute(Execute):
 
             # A process the kernel started, killed by the cap while the kernel lived on.
             # (nbclient has dropped its kernel manager by now: the one it made is kept.)
-            if not any(e == "KernelOutOfMemory" for e, _ in STOPPED) and \
+            if not any(e == "KernelOutOfMemory" for e, _ in self.stopped) and \
                     kernel_memory.oom_killed(getattr(self, "made_km", None)):
-                STOPPED.append(("KernelOutOfMemory", "a process the kernel started"))
+                self.stopped.append(("KernelOutOfMemory", "a process the kernel started"))
+            record_stopped(nb, self.stopped)
 
     def output(self, outs, msg, display_id, cell_index):
         """nbclient's output handling, with each cell's outputs capped at
@@ -108,7 +110,7 @@ class ResilientExecute(Execute):
 
     async def _async_handle_timeout(self, timeout, cell=None):
         self._timed_out = cell  # this cell ran past the limit: its kernel was interrupted
-        STOPPED.append(("CellTimeoutError", _where(cell)))
+        self.stopped.append(("CellTimeoutError", _where(cell)))
         return await super()._async_handle_timeout(timeout, cell)
 
     def preprocess_cell(self, cell, resources, index):
@@ -136,7 +138,7 @@ class ResilientExecute(Execute):
             return cell, self.resources
         except DeadKernelError:
             self._dead = True
-            STOPPED.append(("DeadKernelError", _where(cell)))
+            self.stopped.append(("DeadKernelError", _where(cell)))
             cell.outputs.append(self._death_output(cell, "this cell"))
             return cell, self.resources
 
@@ -144,7 +146,7 @@ class ResilientExecute(Execute):
         """The error output of the cell the kernel died in; a death by the memory cap is
         recorded as such (:mod:`autograder.kernel_memory`)."""
         if kernel_memory.oom_killed(getattr(self, "km", None)):
-            STOPPED.append(("KernelOutOfMemory", _where(cell)))
+            self.stopped.append(("KernelOutOfMemory", _where(cell)))
             mib = kernel_memory.cap() // kernel_memory.MIB
             return _error("MemoryError", f"the kernel was stopped while running {what}: it "
                           f"used more than the memory cap ({mib} MiB; shared memory, files in "
@@ -170,17 +172,17 @@ class SandboxedExecute(ResilientExecute):
             return super().preprocess(nb, resources, km=km)
         finally:
             spent = time.perf_counter() - start
-            sandbox.PROFILE["execute"] = sandbox.PROFILE.get("execute", 0.0) + spent
+            phase_times.add("execute", spent)
 
     def start_new_kernel(self, **kwargs):
-        with sandbox.profiled("kernel start"):
+        with phase_times.timed("kernel start"):
             return super().start_new_kernel(**kwargs)
 
     def start_new_kernel_client(self):
         # Every cell has run when the kernel stops, and nothing in the sandbox is kept:
         # kill it rather than wait for ipykernel to shut itself down.
         self.shutdown_kernel = "immediate"
-        with sandbox.profiled("kernel start"):
+        with phase_times.timed("kernel start"):
             return super().start_new_kernel_client()
 
     def preprocess_cell(self, cell, resources, index):
@@ -188,5 +190,5 @@ class SandboxedExecute(ResilientExecute):
                 "learner cells" if is_solution(cell) or cell.cell_type != "code" or
                 not cell.get("metadata", {}).get("nbgrader", {}).get("locked")
                 else "setup cells")
-        with sandbox.profiled(role):
+        with phase_times.timed(role):
             return super().preprocess_cell(cell, resources, index)

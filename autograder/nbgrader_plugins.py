@@ -12,8 +12,6 @@ from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
 from autograder.notebook import first_error_line, test_summary
-from autograder.trusted_tests import (  # noqa: F401 - STOPPED: read by grading
-    IOPUB_LATE, STOPPED, TrustedTests, _error, _where)
 from autograder.verdicts import is_fixed_cell
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.trusted_tests import STOPPED, TrustedTests
+from autograder.trusted_tests import TrustedTests
 from autograder.notebook import start_kernel
 from autograder.verdicts import Execution, grade_id
 
@@ -34,7 +34,7 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
     client = started or start_kernel(cwd, timeout)
     client.nb = nb
     client.record = record
-    STOPPED.clear()
+    client.stopped = []  # what stopped its cells: TrustedTests notes a test's time limit
     tests = TrustedTests(client, nb, assignment) if assignment else None
     if tests is not None:
         tests.hide_after_hidden = False  # the learner's own machine: nothing to hide
@@ -51,7 +51,7 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
             try:
                 if tests is not None:
                     tests.preprocess_cell(cell, {}, index)
-                    if ("CellTimeoutError", grade_id(cell)) in STOPPED:
+                    if ("CellTimeoutError", grade_id(cell)) in client.stopped:
                         record.timed_out.add(index)  # the checker stopped the test
                     if client._dead:
                         raise DeadKernelError("the kernel died")

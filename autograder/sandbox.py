@@ -30,7 +30,6 @@ a kernel gets) and what the kernel managers share; the warm sandbox that forks k
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import shutil
@@ -227,16 +226,3 @@ class PolledProcess:
         return self.returncode
 
 
-# Seconds spent per phase in this process (a grading worker), read and reset per submission
-# by autograder.grading.autograde when profiling (benchmarks/bench_grading.py --profile).
-PROFILE: dict[str, float] = {}
-
-
-@contextlib.contextmanager
-def profiled(what: str):
-    """Add the seconds the ``with`` block takes to ``PROFILE[what]``."""
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        PROFILE[what] = PROFILE.get(what, 0.0) + time.perf_counter() - start

@@ -7,8 +7,9 @@ test against the learner's names through plain data; its verdict alone sets the 
 error output. It needs no part of nbgrader (a notebook's cells are read by their nbgrader
 metadata), so ``check`` runs without importing nbgrader.
 
-:data:`STOPPED` is what the grader saw stop the last notebook's cells (a cell it
-interrupted after the time limit, the cell the kernel died in).
+What the grader saw stop a notebook's cells (a cell it interrupted after the time limit,
+the cell the kernel died in) is its executor's ``stopped`` list, one per notebook; grading
+keeps it in the autograded notebook's metadata (:func:`record_stopped`, :func:`stopped_in`).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ class TrustedTests:
                 "stream", name="stdout", text=IOPUB_LATE.format(s=ex.iopub_timeout)))
         except DeadKernelError:
             ex._dead = True
-            STOPPED.append(("DeadKernelError", _where(cell)))
+            ex.stopped.append(("DeadKernelError", _where(cell)))
             cell.outputs = call.outputs + [ex._death_output(cell, "this test")]
             raise CheckStopped("the kernel died while the checker ran this "
                                             "test") from None
@@ -138,7 +139,7 @@ class TrustedTests:
             self.broken = f"the kernel broke the checker's protocol in {_where(cell)}: {exc}"
             return TAMPERING_ERROR, self.broken
         except TimeLimit as exc:
-            STOPPED.append(("CellTimeoutError", _where(cell)))
+            self.executor.stopped.append(("CellTimeoutError", _where(cell)))
             return "CellTimeoutError", str(exc)
         except CheckStopped as exc:
             if self.executor._dead:
@@ -191,10 +192,21 @@ def _shown(outputs, marks: list[tuple[str, str]]) -> list:
 TAMPERING_ERROR = "TamperingDetected"
 
 
-# What the grader saw stop the last notebook's cells, (error name, cell): a cell it
-# interrupted after the time limit, the cell the kernel died in. The status comes from here,
-# not from the outputs' error names, which a learner's own exception can take.
-STOPPED: list[tuple[str, str]] = []
+# The autograded notebook's metadata key under which the grader keeps what stopped its
+# cells. The status comes from there, not from the outputs' error names, which a learner's
+# own exception can take; a submitted notebook's own value is dropped before any cell runs.
+GRADER_KEY = "autograder_grader"
+
+
+def record_stopped(nb, stopped: list[tuple[str, str]]) -> None:
+    """Keep ``stopped``, (error name, cell) pairs, in ``nb``'s metadata."""
+    nb.metadata[GRADER_KEY] = {"stopped": [[ename, where] for ename, where in stopped]}
+
+
+def stopped_in(nb) -> list[tuple[str, str]]:
+    """What the grader kept with :func:`record_stopped` ([] when nothing was kept)."""
+    kept = nb.metadata.get(GRADER_KEY, {}).get("stopped", [])
+    return [(str(ename), str(where)) for ename, where in kept]
 
 
 def _where(cell) -> str:

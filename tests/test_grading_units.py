@@ -506,3 +506,29 @@ def test_a_learner_s_text_reaches_the_terminal_inert():
     lines, _ = report([TestResult("test_x", 1, "fail", "ValueError: " + evil)],
                       [(0, "softmax", "RuntimeError: " + evil)], whole=True)
     assert "\x1b" not in "".join(lines) and "\u202e" not in "".join(lines)
+
+
+def test_what_stopped_the_cells_is_kept_in_the_notebook_and_read_back():
+    """The grader's record of what stopped a notebook's cells travels with the autograded
+    notebook (no list shared between modules); a notebook without one reads as nothing."""
+    from autograder.trusted_tests import GRADER_KEY, record_stopped, stopped_in
+
+    nb = nbformat.v4.new_notebook()
+    assert stopped_in(nb) == []
+    record_stopped(nb, [("DeadKernelError", "test_shape"), ("CellTimeoutError", "test_loop")])
+    again = nbformat.reads(nbformat.writes(nb), as_version=4)
+    assert stopped_in(again) == [("DeadKernelError", "test_shape"),
+                                 ("CellTimeoutError", "test_loop")]
+    assert list(again.metadata[GRADER_KEY]) == ["stopped"]
+
+
+def test_phase_times_are_taken_once():
+    from autograder import phase_times
+
+    phase_times.take()
+    phase_times.add("execute", 1.5)
+    with phase_times.timed("execute"):
+        pass
+    taken = phase_times.take()
+    assert list(taken) == ["execute"] and 1.5 <= taken["execute"] < 60  # an empty block
+    assert phase_times.take() == {}

@@ -11,16 +11,15 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import env_vars, kernel_memory, sandbox
+from autograder import env_vars, kernel_memory, phase_times
 from autograder.grading import gradebook, integrity
 from autograder.grading.record import NOTE, combine, fill  # noqa: F401 - combine re-exported
 from autograder.grading.results import Row, Status
 from autograder.grading.prevalidate import prevalidate
 from autograder.grading.submission import Submission, read_timestamp
 from autograder.grading.times import for_nbgrader, submission_time
-from autograder.trusted_tests import STOPPED
+from autograder.trusted_tests import stopped_in
 from autograder.notebook import nbgrader_meta
-from autograder.sandbox import PROFILE
 
 # nbgrader's submitted_directory for the grader's workers, relative to the workspace: a
 # copy of each submission goes there, so the submissions themselves (which may lie in the
@@ -58,12 +57,17 @@ def classify_failure(log: str) -> tuple[Status, str]:
     return Status.ERROR, f"nbgrader failed: {tail[0][:300]}"
 
 
-def output_events(autograded: Path) -> dict[str, list[str]]:
+def read_autograded(autograded: Path) -> nbformat.NotebookNode:
+    """The autograded notebook (an empty one where nbgrader wrote none)."""
+    if not autograded.is_file():
+        return nbformat.v4.new_notebook()
+    return nbformat.read(autograded, as_version=4)
+
+
+def output_events(nb: nbformat.NotebookNode) -> dict[str, list[str]]:
     """Error names in an autograded notebook's outputs -> the cells they occurred in."""
     events: dict[str, list[str]] = {}
-    if not autograded.is_file():
-        return events
-    for c in nbformat.read(autograded, as_version=4).cells:
+    for c in nb.cells:
         for out in c.get("outputs", []):
             if out.get("output_type") == "error":
                 where = nbgrader_meta(c).get("grade_id", "a cell of your own")
@@ -71,9 +75,9 @@ def output_events(autograded: Path) -> dict[str, list[str]]:
     return events
 
 
-def tampering_found(autograded: Path) -> str:
+def tampering_found(nb: nbformat.NotebookNode) -> str:
     """What the checker saw break its protocol (the first ``TamperingDetected`` error's text)."""
-    for c in nbformat.read(autograded, as_version=4).cells:
+    for c in nb.cells:
         for out in c.get("outputs", []):
             if out.get("ename") == "TamperingDetected":
                 return str(out.get("evalue", ""))
@@ -92,12 +96,12 @@ def grade_one(api, sub: Submission, workspace: Path) -> Row:
     if not path:
         return _grade_one(api, sub, workspace)
 
-    sandbox.PROFILE.clear()
+    phase_times.take()  # anything noted before this submission is not its own
     start, began = time.perf_counter(), time.time()
     try:
         return _grade_one(api, sub, workspace)
     finally:
-        times = dict(sandbox.PROFILE)
+        times = phase_times.take()
         times["total"] = time.perf_counter() - start
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"student_id": sub.student_id, **times,
@@ -107,13 +111,12 @@ def grade_one(api, sub: Submission, workspace: Path) -> Row:
 def _phase(what: str, start: float) -> float:
     """Add the seconds since ``start`` to the profile's ``what``; return the time now."""
     now = time.perf_counter()
-    PROFILE[what] = PROFILE.get(what, 0.0) + now - start
+    phase_times.add(what, now - start)
     return now
 
 
 def _grade_one(api, sub: Submission, workspace: Path) -> Row:
     t = time.perf_counter()
-    STOPPED.clear()  # what stopped the last notebook's cells (filled while this one runs)
     row = Row(sub.student_id, sub.assignment, submission_sha256=sub.sha256,
               max_score=gradebook.max_score(workspace, sub.assignment))
     nb, bad = prevalidate(sub)
@@ -142,11 +145,13 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
     if restored:
         events[Status.RESTORED_TESTS] = "restored from the source: " + ", ".join(restored)
     name = f"{sub.assignment}.ipynb"
-    errors = output_events(workspace / "autograded" / sub.student_id / sub.assignment / name)
+    autograded = read_autograded(workspace / "autograded" / sub.student_id / sub.assignment / name)
+    errors = output_events(autograded)
+    stopped = stopped_in(autograded)
     # A dead kernel and a cell past the time limit as the grader saw them (an output's error
     # name is the learner's to choose: a raised class named DeadKernelError is not a death).
     for ename in ("DeadKernelError", "CellTimeoutError", "KernelOutOfMemory"):
-        errors[ename] = [where for e, where in STOPPED if e == ename]
+        errors[ename] = [where for e, where in stopped if e == ename]
         if not errors[ename]:
             del errors[ename]
     if "DeadKernelError" in errors:
@@ -167,7 +172,7 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
     if "MemoryError" in errors:
         events[Status.OUT_OF_MEMORY] = f"MemoryError in {', '.join(errors['MemoryError'])}"
     if "TamperingDetected" in errors:  # the checker's protocol broken (autograder.checker)
-        found = tampering_found(workspace / "autograded" / sub.student_id / sub.assignment / name)
+        found = tampering_found(autograded)
         events[Status.TAMPERING] = "; ".join(filter(None, [events.get(Status.TAMPERING), (
             f"{found}: {len(errors['TamperingDetected'])} test(s) from there on scored 0")]))
     if "CellTimeoutError" in errors:
