@@ -128,23 +128,8 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
     :data:`MAX_ROWS_BYTES` (``rows`` None, the default; sent from the array itself, so the
     probe makes no copy of it), or only its ``rows``. At most ``timeout``
     seconds for all of it."""
-    found, why = writable_hierarchy()
-    groups: Cgroups | None = None
     cmd, boxed = command()
-    if found is not None:
-        try:
-            groups = Cgroups(found)
-        except OSError as exc:
-            found, why = None, f"the probe's cgroup could not be made: {exc}"
-    if groups is not None:
-        how = f"cgroup v{found.version}" + ("" if boxed else ", not sandboxed")
-    else:
-        how = f"an in-process estimate (no memory cgroup: {why})"
-        if not _WARNED:
-            _WARNED.append(why)
-            logging.getLogger(__name__).warning(
-                "peak memory is estimated inside the learner's process, which a child "
-                "process or a reset high-water mark escapes: no memory cgroup (%s)", why)
+    groups, how = _cgroups(boxed)
     measured = Measured(how=how)
     request = {"setup": setup, "cells": cells, "name": name, "imports": imported_modules(cells),
                "shapes": [list(s) for s in shapes], "kwargs": kwargs, "seed": seed,
@@ -153,25 +138,9 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
                "estimate": "" if groups is not None else Path(memory.__file__).read_text()}
     start = time.monotonic()
     deadline = start + limits.backstop(timeout)  # the CPU time: its rlimit
-    env = None if boxed else {**ENV, "PATH": os.environ.get("PATH", ENV["PATH"])}
     proc = None
     try:
-        # The shell waits for its first line until it is in its cgroup and pinned, then
-        # becomes the probe: everything the probe starts is in the cgroup from its first
-        # page (a shell that cannot read its line exits, it never runs the probe outside).
-        proc = subprocess.Popen(
-            limits.limited(["/bin/sh", "-c", 'read _ || exit 97; exec "$@"', "sh", *cmd],
-                           timeout),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd="/tmp" if not boxed else "/", env=env, start_new_session=True)
-        if groups is not None:
-            groups.add(proc.pid)
-        cpu = _cpu()
-        if cpu is not None:
-            try:
-                os.sched_setaffinity(proc.pid, {cpu})
-            except OSError:
-                pass
+        proc = _start(cmd, boxed, timeout, groups)
         pipes = _Pipes(proc, deadline)
         try:
             proc.stdin.write(b"go\n" + json.dumps(request).encode() + b"\n")
@@ -192,32 +161,11 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
             proc.stdin.close()
         except OSError:
             pass
-        finished = pipes.read_until(lambda out: False)  # until stdout ends
-        try:
-            proc.wait(max(0.0, deadline - time.monotonic()) + 1)
-        except subprocess.TimeoutExpired:
-            finished = False
-        if not finished:
-            measured.error = _stopped(proc, pipes, timeout, "")
-        if groups is not None:
-            groups.kill_all()  # nothing is left once the sandbox's first process ended
-            measured.peak = groups.peak()
-            if groups.oom_kills():
-                measured.error = (f"the probe ran out of memory (its limit is "
-                                  f"{LIMIT_BYTES // MIB} MiB)")
-                return measured
-        if measured.error:
-            return measured
-        if limits.out_of_cpu(proc.returncode):
-            measured.error = f"the probe ran longer than {timeout:g} s of CPU time"
-            return measured
-        if b"\n" not in pipes.out:
-            measured.error = (f"the probe ended (status {proc.returncode}) without an answer"
-                              + (f": {pipes.stderr_tail()}" if pipes.stderr_tail() else ""))
-            return measured
-        read_answer(pipes.out, None if rows is None else list(rows), measured)
-        if groups is None and measured.peak is None and measured.value:
-            raise BrokenAnswer("no estimate came with the result")
+        _finish(proc, pipes, groups, measured, deadline, timeout)
+        if not measured.error:
+            read_answer(pipes.out, None if rows is None else list(rows), measured)
+            if groups is None and measured.peak is None and measured.value:
+                raise BrokenAnswer("no estimate came with the result")
         return measured
     except BrokenAnswer as exc:
         measured.error = f"the probe's answer could not be read: {exc}"
@@ -231,6 +179,72 @@ def measure_call(setup: list[str], cells: list[str], name: str, shapes: list[tup
         if groups is not None:
             groups.close()
         measured.seconds = time.monotonic() - start
+
+
+def _cgroups(boxed: bool) -> tuple[Cgroups | None, str]:
+    """The probe's cgroups (None where none can be made: the peak is then estimated in the
+    probe, with a warning once per process) and how the peak is measured, in words."""
+    found, why = writable_hierarchy()
+    if found is not None:
+        try:
+            return Cgroups(found), f"cgroup v{found.version}" + ("" if boxed else ", not sandboxed")
+        except OSError as exc:
+            why = f"the probe's cgroup could not be made: {exc}"
+    if not _WARNED:
+        _WARNED.append(why)
+        logging.getLogger(__name__).warning(
+            "peak memory is estimated inside the learner's process, which a child "
+            "process or a reset high-water mark escapes: no memory cgroup (%s)", why)
+    return None, f"an in-process estimate (no memory cgroup: {why})"
+
+
+def _start(cmd: list[str], boxed: bool, timeout: float,
+           groups: Cgroups | None) -> subprocess.Popen:
+    """The probe's process, in its cgroup and pinned to one CPU before it runs.
+
+    The shell waits for its first line until it is in its cgroup and pinned, then becomes
+    the probe: everything the probe starts is in the cgroup from its first page (a shell
+    that cannot read its line exits, it never runs the probe outside)."""
+    env = None if boxed else {**ENV, "PATH": os.environ.get("PATH", ENV["PATH"])}
+    proc = subprocess.Popen(
+        limits.limited(["/bin/sh", "-c", 'read _ || exit 97; exec "$@"', "sh", *cmd], timeout),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd="/tmp" if not boxed else "/", env=env, start_new_session=True)
+    if groups is not None:
+        groups.add(proc.pid)
+    cpu = _cpu()
+    if cpu is not None:
+        try:
+            os.sched_setaffinity(proc.pid, {cpu})
+        except OSError:
+            pass
+    return proc
+
+
+def _finish(proc: subprocess.Popen, pipes: _Pipes, groups: Cgroups | None,
+            measured: Measured, deadline: float, timeout: float) -> None:
+    """Read the probe's output until it ends; note its peak, and in ``measured.error`` why
+    it has no answer (stopped, out of memory or CPU time, or ended without one)."""
+    finished = pipes.read_until(lambda out: False)  # until stdout ends
+    try:
+        proc.wait(max(0.0, deadline - time.monotonic()) + 1)
+    except subprocess.TimeoutExpired:
+        finished = False
+    if not finished:
+        measured.error = _stopped(proc, pipes, timeout, "")
+    if groups is not None:
+        groups.kill_all()  # nothing is left once the sandbox's first process ended
+        measured.peak = groups.peak()
+        if groups.oom_kills():
+            measured.error = f"the probe ran out of memory (its limit is {LIMIT_BYTES // MIB} MiB)"
+            return
+    if measured.error:
+        return
+    if limits.out_of_cpu(proc.returncode):
+        measured.error = f"the probe ran longer than {timeout:g} s of CPU time"
+    elif b"\n" not in pipes.out:
+        measured.error = (f"the probe ended (status {proc.returncode}) without an answer"
+                          + (f": {pipes.stderr_tail()}" if pipes.stderr_tail() else ""))
 
 
 def _stopped(proc: subprocess.Popen, pipes: _Pipes, timeout: float, when: str) -> str:

@@ -115,6 +115,51 @@ def _phase(what: str, start: float) -> float:
     return now
 
 
+def events_of(autograded: nbformat.NotebookNode, restored: list[str]) -> dict[Status, str]:
+    """What happened to a submission while it was graded, by status, in words: test cells
+    ``restored`` from the source, a dead kernel, the memory cap, the checker's protocol
+    broken, cells stopped after the time limit."""
+    events: dict[Status, str] = {}
+    if restored:
+        events[Status.RESTORED_TESTS] = "restored from the source: " + ", ".join(restored)
+    errors = output_events(autograded)
+    # A dead kernel and a cell past the time limit as the grader saw them (an output's error
+    # name is the learner's to choose: a raised class named DeadKernelError is not a death).
+    stopped = stopped_in(autograded)
+    for ename in ("DeadKernelError", "CellTimeoutError", "KernelOutOfMemory"):
+        errors[ename] = [where for e, where in stopped if e == ename]
+        if not errors[ename]:
+            del errors[ename]
+    if "DeadKernelError" in errors:
+        events[Status.KERNEL_DIED] = (f"the kernel died in {errors['DeadKernelError'][0]}; "
+                                      "later tests scored 0")
+    oom = errors.pop("KernelOutOfMemory", [])
+    if oom:  # the memory cap's cgroup or watchdog stopped the kernel (kernel_memory)
+        events.pop(Status.KERNEL_DIED, None)
+        events[Status.OUT_OF_MEMORY] = _out_of_memory(oom, "DeadKernelError" in errors)
+        errors.pop("MemoryError", None)
+    if "MemoryError" in errors:
+        events[Status.OUT_OF_MEMORY] = f"MemoryError in {', '.join(errors['MemoryError'])}"
+    if "TamperingDetected" in errors:  # the checker's protocol broken (autograder.checker)
+        events[Status.TAMPERING] = (f"{tampering_found(autograded)}: "
+                                    f"{len(errors['TamperingDetected'])} test(s) from there on "
+                                    "scored 0")
+    if "CellTimeoutError" in errors:
+        events[Status.TIMEOUT] = (f"cells stopped after the time limit: "
+                                  f"{', '.join(errors['CellTimeoutError'])}")
+    return events
+
+
+def _out_of_memory(where: list[str], kernel_died: bool) -> str:
+    counted = (f"the memory cap ({kernel_memory.cap() // 2**20} MiB, shared memory and "
+               "/tmp, /dev/shm files included)")
+    if kernel_died:
+        return (f"the kernel used more than {counted} and was stopped in {', '.join(where)}; "
+                "later tests scored 0")
+    return (f"a process the kernel started used more than {counted} and was stopped; the "
+            "kernel went on")
+
+
 def _grade_one(api, sub: Submission, workspace: Path) -> Row:
     t = time.perf_counter()
     row = Row(sub.student_id, sub.assignment, submission_sha256=sub.sha256,
@@ -138,46 +183,12 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
     if not done.get("success"):
         row.status, row.detail = classify_failure(log)
         return row
-    events: dict[Status, str] = {}
     note = []
     if cheats:  # the kernel holds nothing to reach: a note for the instructor
         note.append("the static scan noted (no points lost): " + "; ".join(cheats))
-    if restored:
-        events[Status.RESTORED_TESTS] = "restored from the source: " + ", ".join(restored)
     name = f"{sub.assignment}.ipynb"
     autograded = read_autograded(workspace / "autograded" / sub.student_id / sub.assignment / name)
-    errors = output_events(autograded)
-    stopped = stopped_in(autograded)
-    # A dead kernel and a cell past the time limit as the grader saw them (an output's error
-    # name is the learner's to choose: a raised class named DeadKernelError is not a death).
-    for ename in ("DeadKernelError", "CellTimeoutError", "KernelOutOfMemory"):
-        errors[ename] = [where for e, where in stopped if e == ename]
-        if not errors[ename]:
-            del errors[ename]
-    if "DeadKernelError" in errors:
-        events[Status.KERNEL_DIED] = (f"the kernel died in {errors['DeadKernelError'][0]}; "
-                                      "later tests scored 0")
-    oom = errors.pop("KernelOutOfMemory", [])
-    if oom:  # the memory cap's cgroup or watchdog stopped the kernel (kernel_memory)
-
-        events.pop(Status.KERNEL_DIED, None)
-        counted = (f"the memory cap ({kernel_memory.cap() // 2**20} MiB, shared memory and "
-                   "/tmp, /dev/shm files included)")
-        events[Status.OUT_OF_MEMORY] = (
-            f"the kernel used more than {counted} and was stopped in {', '.join(oom)}; "
-            "later tests scored 0" if "DeadKernelError" in errors else
-            f"a process the kernel started used more than {counted} and was stopped; the "
-            "kernel went on")
-        errors.pop("MemoryError", None)
-    if "MemoryError" in errors:
-        events[Status.OUT_OF_MEMORY] = f"MemoryError in {', '.join(errors['MemoryError'])}"
-    if "TamperingDetected" in errors:  # the checker's protocol broken (autograder.checker)
-        found = tampering_found(autograded)
-        events[Status.TAMPERING] = "; ".join(filter(None, [events.get(Status.TAMPERING), (
-            f"{found}: {len(errors['TamperingDetected'])} test(s) from there on scored 0")]))
-    if "CellTimeoutError" in errors:
-        events[Status.TIMEOUT] = (f"cells stopped after the time limit: "
-                                  f"{', '.join(errors['CellTimeoutError'])}")
+    events = events_of(autograded, restored)
     t = _phase("own checks", t)
     fb = api.generate_feedback(sub.assignment, sub.student_id, force=True)
     t = _phase("feedback", t)

@@ -134,6 +134,22 @@ def _summary(run: ClassRun, workspace: Path, sandbox: bool, seconds: float, wher
         print(f"gradebook: {gradebook.shown(gradebook.db_url(workspace))}")
 
 
+def _ready(run: ClassRun, client, workers: list[Worker], scheduler: str | None) -> None:
+    """Say what is regraded and why; hand the run its local workers, or make sure the
+    cluster's can grade it (:class:`_Refused` when they cannot)."""
+    if run.reasons:
+        print(f"regrading {len(run.todo)} submission(s); changed: " + ", ".join(
+            f"{name} ({n})" for name, n in sorted(run.reasons.items())))
+    if client is None:
+        run.use_workers(workers)
+        return
+    problems = cluster.check_workers(client, run) if run.todo else []
+    if problems:
+        raise _Refused("error: the cluster cannot grade this class:\n  " + "\n  ".join(problems))
+    if run.todo and not cluster.workers_in_use(client)[0]:
+        print(f"waiting for Dask workers to join {scheduler}", file=sys.stderr)
+
+
 def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeout: int = 60,
                 memory_mb: int = 4096, progress: bool = True, late_penalty: str = "none",
                 sandbox: bool = True, force: bool = False,
@@ -184,18 +200,7 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         mark("resume: inputs of each grade")
         run = ClassRun(workspace, subs, cell_timeout=cell_timeout, memory_mb=memory_mb,
                        late_penalty=late_penalty, force=force, regrade=frozenset(regrade))
-        if run.reasons:
-            print(f"regrading {len(run.todo)} submission(s); changed: " + ", ".join(
-                f"{name} ({n})" for name, n in sorted(run.reasons.items())))
-        if client is not None:
-            problems = cluster.check_workers(client, run) if run.todo else []
-            if problems:
-                raise _Refused("error: the cluster cannot grade this class:\n  "
-                               + "\n  ".join(problems))
-            if run.todo and not cluster.workers_in_use(client)[0]:
-                print(f"waiting for Dask workers to join {scheduler}", file=sys.stderr)
-        else:
-            run.use_workers(workers)
+        _ready(run, client, workers, scheduler)
         mark("release")
         run.release()
         run.save()

@@ -26,11 +26,28 @@ def _die_with_parent() -> None:
         pass
 
 
+def _cap_memory(cap: int) -> None:
+    """This process's memory cap of ``cap`` bytes, which the kernels it starts inherit."""
+    import resource
+
+    # RLIMIT_DATA counts heap and private writable mappings (Linux >= 4.7), not the
+    # address space CUDA or thread stacks reserve, so a GPU kernel still starts.
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+    # No file a kernel writes (its working folder, its /tmp and /dev/shm, which are
+    # memory) grows past the cap either: a write beyond it kills the kernel (SIGXFSZ).
+    resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
+    # Neither counts shared memory, tmpfs files or a kernel's other processes: each
+    # kernel gets a memory cgroup of the cap (or a watchdog) and tmpfs mounts of at
+    # most the cap (autograder.kernel_memory).
+    from autograder import kernel_memory
+
+    kernel_memory.set_cap(cap)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The worker process. The memory cap is set before anything else is imported, so the
     kernels this process starts inherit it."""
     import argparse
-    import resource
     import traceback
 
     parser = argparse.ArgumentParser(prog="python -m autograder.grading.worker")
@@ -43,20 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _die_with_parent()
     if args.memory_mb:
-        cap = args.memory_mb * 1024 * 1024
-        # RLIMIT_DATA counts heap and private writable mappings (Linux >= 4.7), not the
-        # address space CUDA or thread stacks reserve, so a GPU kernel still starts.
-        resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
-        # No file a kernel writes (its working folder, its /tmp and /dev/shm, which are
-        # memory) grows past the cap either: a write beyond it kills the kernel (SIGXFSZ).
-        resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
-        # Neither counts shared memory, tmpfs files or a kernel's other processes: each
-        # kernel gets a memory cgroup of the cap (or a watchdog) and tmpfs mounts of at
-        # most the cap (autograder.kernel_memory).
-        from autograder import kernel_memory
-
-        kernel_memory.set_cap(cap)
-
+        _cap_memory(args.memory_mb * 1024 * 1024)
     if args.warm and env_vars.SANDBOX.get() == "1":
         from autograder import warm_sandbox
 
