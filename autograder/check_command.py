@@ -116,18 +116,7 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
     # The instructor's source: its test cells carry their hidden parts (a learner's
     # notebook may hold solution markers, copied from solutions/, and is still a learner's).
     source = any(nbk.is_test_cell(c) and nbk.HIDDEN_BEGIN in c.source for c in nb.cells)
-    warnings = []
-    if assignment is None:
-        warnings.append("cannot tell which assignment this notebook is: every passed test is "
-                        "shown as pending, since its hidden part is unknown")
-    elif actual is None:
-        warnings.append(f"most read-only cells of {assignment} are changed or missing")
-    released = nbk.released_notebook(assignment) if assignment and not source else None
-    if released is not None:
-        for change in nbk.restore_fixed_cells(nb, released):
-            what = "test" if change.is_test else "read-only cell"
-            warnings.append(f"{what} {change.grade_id} was {change.kind}: grading puts the "
-                            f"released version back, so check runs that one")
+    warnings = _restored(nb, nbk, assignment, actual, source)
     if any(c.cell_type == "code" and c.source.lstrip().startswith("%%rust") for c in nb.cells):
         if find_rustc() is None:  # every Rust test would fail with the same message
             print(f"error: this notebook has Rust cells (%%rust), and {INSTALL_HINT}",
@@ -157,6 +146,24 @@ def _check(args: argparse.Namespace, path: Path, nbk, started) -> int:
     lines, bad = report(rows, nbk.cell_errors(nb), whole=whole)
     print("\n".join(lines))
     return 1 if bad else 0
+
+
+def _restored(nb, nbk, assignment: str | None, actual: str | None, source: bool) -> list[str]:
+    """Put the released version of each changed read-only cell back into ``nb`` (as grading
+    does); return the warnings to print: each cell put back, or why none could be."""
+    warnings = []
+    if assignment is None:
+        warnings.append("cannot tell which assignment this notebook is: every passed test is "
+                        "shown as pending, since its hidden part is unknown")
+    elif actual is None:
+        warnings.append(f"most read-only cells of {assignment} are changed or missing")
+    released = nbk.released_notebook(assignment) if assignment and not source else None
+    if released is not None:
+        for change in nbk.restore_fixed_cells(nb, released):
+            what = "test" if change.is_test else "read-only cell"
+            warnings.append(f"{what} {change.grade_id} was {change.kind}: grading puts the "
+                            f"released version back, so check runs that one")
+    return warnings
 
 
 def _explanations(assignment: str | None) -> dict[str, str] | None:
