@@ -126,6 +126,8 @@ The grader's machinery (never in the learner's kernel):
 - :mod:`~autograder.sandbox` (242 lines): the bubblewrap sandbox of grading
   kernels: its rules (system binds, a kernel's box and environment, the course files a
   kernel gets), what managers share.
+- :mod:`~autograder.scratch` (60 lines): scratch folders named after their process;
+  a killed grader's are removed by the next one.
 - :mod:`~autograder.warm_sandbox` (289 lines): the warm sandbox that forks one
   kernel per notebook (``Zygote``), this process's one.
 - :mod:`~autograder.sandboxed_kernel` (284 lines): the kernel manager nbclient

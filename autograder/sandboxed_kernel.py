@@ -11,7 +11,6 @@ import queue
 import shutil
 import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
 from autograder import bwrap_box, env_vars, kernel_memory
+from autograder.scratch import scratch_dir
 from autograder.sandbox import (bwrap, copy_course, descendants, kernel_box, kernel_env,
                                 rust_sysroot, sandbox_error)
 from autograder.warm_sandbox import WORK_DIR, ForkedKernel, warm_kernels, zygote_for
@@ -125,7 +125,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             run, name = self._zygote.prepare(cwd, self.assignment)
             self.scratch = None
         else:
-            self.scratch = Path(tempfile.mkdtemp(prefix="autograder-kernel-"))
+            self.scratch = scratch_dir("autograder-kernel-")
             run, name = self.scratch / "run", "kernel"
             run.mkdir()
         self.transport = "ipc"

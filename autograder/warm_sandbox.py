@@ -18,12 +18,12 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from autograder import bwrap_box, env_vars, sandbox
+from autograder.scratch import scratch_dir
 from autograder.sandbox import PACKAGE, PolledProcess, bwrap, descendants
 
 WORK_DIR = "/submission"  # a forked kernel's working folder (a copy of the notebook's)
@@ -95,7 +95,7 @@ class Zygote:
 
     def __init__(self, preload: tuple[str, ...] = (), wait: bool = True):
         self.preload = preload
-        self.root = Path(tempfile.mkdtemp(prefix="autograder-zygote-"))
+        self.root = scratch_dir("autograder-zygote-")
         for d in ("run", "course", "work"):
             (self.root / d).mkdir()
         self.count = 0

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from autograder import bwrap_box, limits
+from autograder.scratch import scratch_dir
 from autograder.bwrap_box import Box, remount_ro, ro_bind, tmpfs
 from autograder.sandbox import bwrap, copy_course, sandbox_error, system_binds
 
@@ -232,9 +233,8 @@ def run(cells: list[str], calls: list[dict], timeout: float,
     cells can import what ``assignment``'s kernel has of the course
     (:data:`autograder.sandbox.KERNEL_FILES`), nothing more."""
     import shutil
-    import tempfile
 
-    course = Path(tempfile.mkdtemp(prefix="autograder-probe-course-"))
+    course = scratch_dir("autograder-probe-course-")
     try:
         copy_course(course, assignment)
         request = json.dumps({"cells": cells, "calls": calls, "course": str(course),

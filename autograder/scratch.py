@@ -1,0 +1,60 @@
+"""Scratch folders that outlive no grader (issue 24): a folder under the temporary
+directory named after the process that made it, ``<prefix><pid>-<random>``.
+
+A grader removes its folders when it ends. One killed with SIGKILL (a Dask worker stopped, a
+test run cut short) cannot, so each new folder of a prefix first removes the folders of that
+prefix whose process is gone and which nobody has touched for :data:`STALE_AFTER` seconds
+(a folder of a process in another PID namespace that shares this ``/tmp`` may look
+orphaned; it is still in use, so it keeps being touched, or it is young).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+STALE_AFTER = 3600.0  # seconds since the folder last changed
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A new folder ``<tmp>/<prefix><pid>-<random>``, once the stale ones of ``prefix`` are
+    gone (:func:`sweep`)."""
+    sweep(prefix)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+
+
+def sweep(prefix: str, root: Path | None = None, now: float | None = None) -> list[Path]:
+    """Remove the folders ``<root>/<prefix><pid>-*`` whose process ``pid`` no longer exists
+    and which have not changed for :data:`STALE_AFTER` seconds; return those removed."""
+    root = Path(tempfile.gettempdir()) if root is None else root
+    now = time.time() if now is None else now
+    owner = re.compile(re.escape(prefix) + r"(\d+)-")
+    removed = []
+    for path in root.glob(f"{prefix}*"):
+        match = owner.match(path.name)
+        try:
+            stale = now - path.lstat().st_mtime > STALE_AFTER
+        except OSError:
+            continue
+        if match and stale and path.is_dir() and not path.is_symlink() \
+                and not _alive(int(match.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists here (another user's counts)."""
+    if pid <= 0:
+        return True  # not a process of ours: leave it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

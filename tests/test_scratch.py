@@ -1,0 +1,47 @@
+"""Scratch folders left by a killed grader are removed by the next one (issue 24): only a
+folder whose process is gone and which has not changed for an hour."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from autograder import scratch
+
+PREFIX = "autograder-zygote-"
+
+
+def dead_pid() -> int:
+    """The PID of a process that has ended."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def folder(root, name: str, age: float, now: float):
+    path = root / name
+    path.mkdir()
+    (path / "run").mkdir()
+    (path / "run" / "kernel.json").write_text("{}", encoding="utf-8")
+    os.utime(path, (now - age, now - age))
+    return path
+
+
+def test_only_an_old_folder_of_a_gone_process_is_removed(tmp_path):
+    now, hour = 1_000_000_000.0, scratch.STALE_AFTER
+    gone, alive = dead_pid(), os.getpid()
+    orphan = folder(tmp_path, f"{PREFIX}{gone}-abc", 2 * hour, now)
+    kept = [folder(tmp_path, f"{PREFIX}{alive}-abc", 2 * hour, now),    # its process lives
+            folder(tmp_path, f"{PREFIX}{gone}-def", hour / 2, now),     # changed lately
+            folder(tmp_path, f"{PREFIX}old-style", 2 * hour, now),      # no PID in its name
+            folder(tmp_path, f"autograder-kernel-{gone}-abc", 2 * hour, now)]  # other prefix
+    assert scratch.sweep(PREFIX, root=tmp_path, now=now) == [orphan]
+    assert not orphan.exists() and all(k.is_dir() for k in kept)
+
+
+def test_a_new_folder_is_named_after_its_process(tmp_path, monkeypatch):
+    monkeypatch.setattr(scratch.tempfile, "tempdir", str(tmp_path))
+    made = scratch.scratch_dir(PREFIX)
+    assert made.parent == tmp_path and made.name.startswith(f"{PREFIX}{os.getpid()}-")
+    assert scratch.sweep(PREFIX, root=tmp_path, now=made.stat().st_mtime + 10 * 3600) == []
