@@ -122,14 +122,14 @@ def relative_shift_matrix(k: int, d_model: int, base: float = 10000.0) -> np.nda
 def apply_rotary(x: np.ndarray, positions: np.ndarray, base: float = 10000.0) -> np.ndarray:
     """Rotary position embedding (RoPE, Su et al. 2021) of vectors x at the given positions.
 
-    Channels (2i, 2i + 1) of the vector at position t are rotated by the angle t * w_i,
-    w_i = base^(-2i / d), as the point (x_{2i}, x_{2i+1}) of the plane, counter-clockwise:
-    (a, b) -> (a cos - b sin, a sin + b cos). For rows q and k (chapter 4), with R_t the
+    Channels (2i, 2i + 1) of the vector at position t are rotated by the angle t * omega_i,
+    omega_i = base^(-2i / d_k), as a point (a, b) of the plane (a in channel 2i, b in channel
+    2i + 1), counter-clockwise: (a, b) -> (a cos - b sin, a sin + b cos). For rows q and k (chapter 4), with R_t the
     rotation at position t acting on the right, (q R_t) . (k R_t') = q . (k R_{t' - t}):
     the score depends on the positions only through the offset t' - t.
 
     Args:
-        x: float array of shape (..., T, d) with d even.
+        x: float array of shape (..., T, d_k) with d_k even.
         positions: integer or float array of shape (T,), the position of each row.
         base: as in :func:`sinusoidal_positional_encoding`.
 
@@ -137,7 +137,7 @@ def apply_rotary(x: np.ndarray, positions: np.ndarray, base: float = 10000.0) ->
         float64 array of the shape of ``x``.
 
     Raises:
-        ValueError: if d is odd or ``positions`` does not have shape (T,).
+        ValueError: if d_k is odd or ``positions`` does not have shape (T,).
     """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim < 2:
