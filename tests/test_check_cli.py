@@ -173,7 +173,8 @@ def test_no_hidden_input_reaches_the_rows_through_an_exception(tmp_path):
     cells, fails = parse_variant(path)
     proc = _check(_write(tmp_path, EX01, cells))
     rows = _rows(proc.stdout)
-    assert {t for t, r in rows.items() if " FAIL " in r} == fails, proc.stdout
+    assert {t for t, r in rows.items() if " FAIL " in r} == fails, \
+        f"exit status {proc.returncode}\n{proc.stdout}\nstderr: {proc.stderr[-3000:]}"
     assert "HIDDEN-ROW" not in proc.stdout + proc.stderr, proc.stdout
     assert not re.search(r"Row\d", proc.stdout + proc.stderr), proc.stdout
     assert ("softmax of a random row of length 1: raised ValueError (a hidden case: its "
