@@ -148,8 +148,8 @@ The grader's machinery (never in the learner's kernel):
   (168 lines): the request and reply lines, and a call's failures (pure);
   :mod:`~autograder.rust_program` (295 lines): the program's sandboxed process, one per
   notebook.
-- :mod:`~autograder.notebook` (201 lines): reading nbgrader notebooks:
-  test cells, which assignment, changed read-only cells; the kernel ``check`` starts early.
+- :mod:`~autograder.notebook` (145 lines): reading nbgrader notebooks:
+  test cells, which assignment, changed read-only cells.
 - :mod:`~autograder.nbgrader_plugins` (145 lines): the nbgrader
   preprocessors the course adds (feedback without hidden tests, cells in their order,
   stubs by cell language); :mod:`~autograder.nbgrader_execute` (192 lines): its execution
@@ -160,7 +160,9 @@ The grader's machinery (never in the learner's kernel):
   trusted checker, one serving kernel cell each (grading's executor and ``check``'s cell
   loop use it; it needs no part of nbgrader); what stopped the cells, kept in the
   autograded notebook's metadata.
-- :mod:`~autograder.notebook_run` (69 lines): ``check``'s run of a
+- :mod:`~autograder.check_kernel` (62 lines): the kernel ``check`` starts
+  first, before it imports the rest (jupyter_client only), and stops promptly.
+- :mod:`~autograder.notebook_run` (132 lines): ``check``'s run of a
   notebook, cell by cell, the tests by the trusted checker.
 - :mod:`~autograder.nbgrader_settings` (111 lines): the course's
   nbgrader settings (``nbgrader_config.py`` and ``grade``).

@@ -2,10 +2,9 @@
 
 Also what ``python -m autograder check`` needs to tell a learner the truth: which
 assignment a notebook is (:func:`identify_assignment`, shared with grading), which of its
-read-only cells were changed (:func:`restore_fixed_cells`), the kernel to run it in,
-started early (:func:`start_kernel`), and what each test's result means while its hidden
-part has not run yet (:func:`results`); running it cell by cell is
-:mod:`autograder.notebook_run`'s.
+read-only cells were changed (:func:`restore_fixed_cells`) and what each test's result
+means while its hidden part has not run yet (:func:`results`); starting its kernel is
+:mod:`autograder.check_kernel`'s, running it cell by cell :mod:`autograder.notebook_run`'s.
 """
 
 from __future__ import annotations
@@ -57,61 +56,6 @@ def put_hidden_tests_back(nb, assignment: str, source_dir: Path | None = None) -
     for cell in nb.cells:
         if is_test_cell(cell) and grade_id(cell) in whole:
             cell.source = whole[grade_id(cell)]
-
-
-def start_kernel(cwd: Path, timeout: int = 60, preload: tuple[str, ...] = ()):
-    """Start the kernel that :func:`autograder.notebook_run.execute` runs a notebook in (pass it as ``started``),
-    without waiting for it: its start-up (Python, ipykernel, and importing the modules
-    ``preload`` names, bound to no name) runs while the caller reads and compares the
-    notebook."""
-    from nbclient import NotebookClient
-
-    import logging
-
-    quiet = logging.getLogger("autograder.check.kernel")
-    quiet.setLevel(logging.CRITICAL)
-    quiet.propagate = False
-    # A kernel stopped after a timeout can leave a ZMQ stream callback failing on shutdown:
-    # tornado logs its traceback, which says nothing to a learner.
-    logging.getLogger("tornado").setLevel(logging.CRITICAL)
-
-    class Client(NotebookClient):
-        record: Execution
-        # What the trusted checker (autograder.trusted_tests.TrustedTests) uses of the
-        # notebook client that runs the kernel, as in grading: a serving cell it bounds
-        # itself, the kernel's death, a cell run in the kernel.
-        _checker_bounded = None
-        _dead = False
-
-        def _get_timeout(self, cell):
-            if cell is not None and cell is self._checker_bounded:
-                return None
-            return super()._get_timeout(cell)
-
-        def _execute_in_kernel(self, cell, resources, index):
-            self.execute_cell(cell, index)
-            return cell, resources
-
-        async def _async_handle_timeout(self, timeout, cell=None):
-            self.record.timed_out.add(self._current_index)
-            return await super()._async_handle_timeout(timeout, cell)
-
-    client = Client(
-        nbformat.v4.new_notebook(),
-        timeout=timeout,
-        allow_errors=True,
-        interrupt_on_timeout=True,
-        kernel_name="python3",
-        extra_arguments=["--log-level=ERROR"] + [
-            f"--IPKernelApp.exec_lines=__import__({name!r}) and None" for name in preload],
-        resources={"metadata": {"path": str(Path(cwd).resolve())}},
-        log=quiet,
-        # The results are read from the outputs; nothing is lost by killing the kernel.
-        shutdown_kernel="immediate",
-    )
-    client.km = client.create_kernel_manager()
-    client.start_new_kernel()
-    return client
 
 
 # --- Which assignment a notebook is, and how it differs from its released version ---------

@@ -1,38 +1,78 @@
 """Running a notebook cell by cell for ``python -m autograder check``, in a kernel started
-early (:func:`autograder.notebook.start_kernel`): every cell with a timeout that
-interrupts, the test cells run by the trusted checker as grading runs them
-(:func:`execute`)."""
+first (:func:`autograder.check_kernel.launch`): every cell with a timeout that interrupts,
+the test cells run by the trusted checker as grading runs them (:func:`execute`)."""
 
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 from pathlib import Path
 
 import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from autograder import check_kernel
 from autograder.trusted_tests import TrustedTests
-from autograder.notebook import start_kernel
 from autograder.verdicts import Execution, grade_id
 
 
+class Client(NotebookClient):
+    """nbclient's runner, with what the trusted checker
+    (:class:`autograder.trusted_tests.TrustedTests`) uses of the client that runs the
+    kernel, as in grading: a serving cell it bounds itself, the kernel's death, a cell run
+    in the kernel; a cell that times out is noted in ``record``."""
+
+    record: Execution
+    _checker_bounded = None
+    _dead = False
+
+    def _get_timeout(self, cell):
+        if cell is not None and cell is self._checker_bounded:
+            return None
+        return super()._get_timeout(cell)
+
+    def _execute_in_kernel(self, cell, resources, index):
+        self.execute_cell(cell, index)
+        return cell, resources
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        self.record.timed_out.add(self._current_index)
+        return await super()._async_handle_timeout(timeout, cell)
+
+
+def _client(nb: nbformat.NotebookNode, kernel, timeout: int) -> Client:
+    """The runner of ``nb`` in the started ``kernel``, which it stops when the run ends
+    (killed: the results are read from the outputs, nothing is lost). The kernel's own
+    log (such as its warning about unencrypted TCP) is silenced."""
+    quiet = logging.getLogger("autograder.check.kernel")
+    quiet.setLevel(logging.CRITICAL)
+    quiet.propagate = False
+    # A kernel stopped after a timeout can leave a ZMQ stream callback failing on shutdown:
+    # tornado logs its traceback, which says nothing to a learner.
+    logging.getLogger("tornado").setLevel(logging.CRITICAL)
+    client = Client(nb, timeout=timeout, allow_errors=True, interrupt_on_timeout=True,
+                    log=quiet, shutdown_kernel="immediate")
+    client.km = kernel  # set after construction: the client owns it and stops it at the end
+    return client
+
+
 def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
-            started=None, assignment: str = "") -> Execution:
-    """Run ``nb`` in place, cell by cell, in a fresh kernel started in ``cwd`` (or in
-    ``started``, from :func:`autograder.notebook.start_kernel` with the same ``cwd`` and ``timeout``). With
-    ``assignment``, its test cells (whole: visible and hidden parts) are run by the trusted
-    checker as grading runs them (:class:`autograder.trusted_tests.TrustedTests`).
+            kernel: check_kernel.CheckKernelManager | None = None,
+            assignment: str = "") -> Execution:
+    """Run ``nb`` in place, cell by cell, in ``kernel`` (from
+    :func:`autograder.check_kernel.launch` in ``cwd``; a new one when None), and stop the
+    kernel. With ``assignment``, its test cells (whole: visible and hidden parts) are run
+    by the trusted checker as grading runs them
+    (:class:`autograder.trusted_tests.TrustedTests`).
 
     Errors are kept as outputs. A cell still running after ``timeout`` seconds is
     interrupted and recorded in ``Execution.timed_out``; when the kernel does not answer
-    the interrupt, or dies, the remaining cells are recorded as not run. The kernel's own
-    log (such as its warning about unencrypted TCP) is silenced.
+    the interrupt, or dies, the remaining cells are recorded as not run.
     """
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
     record = Execution(timeout=timeout)
-    client = started or start_kernel(cwd, timeout)
-    client.nb = nb
+    client = _client(nb, kernel or check_kernel.launch(cwd), timeout)
     client.record = record
     client.stopped = []  # what stopped its cells: TrustedTests notes a test's time limit
     tests = TrustedTests(client, nb, assignment) if assignment else None
@@ -47,30 +87,36 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
             if record.stopped_because:
                 record.not_run.add(index)
                 continue
-            client._current_index = index
-            try:
-                if tests is not None:
-                    tests.preprocess_cell(cell, {}, index)
-                    if ("CellTimeoutError", grade_id(cell)) in client.stopped:
-                        record.timed_out.add(index)  # the checker stopped the test
-                    if client._dead:
-                        raise DeadKernelError("the kernel died")
-                else:
-                    client.execute_cell(cell, index)
-            except DeadKernelError:
-                record.not_run.add(index)
-                record.stopped_because = f"the kernel died while cell {index + 1} ran"
-            except CellTimeoutError:
-                record.timed_out.add(index)
-            if index in record.timed_out:
-                # Every later cell would likely wait as long again: stop here, so that the
-                # learner hears about the loop within the timeout plus a few seconds.
-                record.stopped_because = (f"{grade_id(cell) or f'cell {index + 1}'} timed out "
-                                          "above; fix that and check again")
-                client.shutdown_kernel = "immediate"
+            _run_cell(client, tests, record, cell, index)
     if tests is not None:
         tests.close()
     return record
+
+
+def _run_cell(client: Client, tests: TrustedTests | None, record: Execution, cell,
+              index: int) -> None:
+    """Run one code cell (a test cell through the trusted checker) and note in ``record``
+    a time-out, or the kernel's death, which stops the cells after it."""
+    client._current_index = index
+    try:
+        if tests is not None:
+            tests.preprocess_cell(cell, {}, index)
+            if ("CellTimeoutError", grade_id(cell)) in client.stopped:
+                record.timed_out.add(index)  # the checker stopped the test
+            if client._dead:
+                raise DeadKernelError("the kernel died")
+        else:
+            client.execute_cell(cell, index)
+    except DeadKernelError:
+        record.not_run.add(index)
+        record.stopped_because = f"the kernel died while cell {index + 1} ran"
+    except CellTimeoutError:
+        record.timed_out.add(index)
+    if index in record.timed_out:
+        # Every later cell would likely wait as long again: stop here, so that the
+        # learner hears about the loop within the timeout plus a few seconds.
+        record.stopped_because = (f"{grade_id(cell) or f'cell {index + 1}'} timed out "
+                                  "above; fix that and check again")
 
 
 def _head_start(assignment: str, nb: nbformat.NotebookNode, timeout: int) -> None:

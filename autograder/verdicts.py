@@ -12,19 +12,20 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-try:  # IPython turns %%rust and other magics into Python; the browser's Python has no IPython
-    from IPython.core.inputtransformer2 import TransformerManager
-except ImportError:  # pragma: no cover - the in-page tier
-    TransformerManager = None
-
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader's text stub of a written answer (config.TEXT_STUB)
 
 
 def python_source(source: str) -> str:
     """Cell source with IPython magics turned into Python (``%timeit`` -> get_ipython...);
-    the raw text where IPython is absent or cannot read it."""
-    if TransformerManager is None:
+    the raw text where IPython is absent (the browser's Python) or cannot read it.
+
+    IPython is imported on the first call, not with this module: ``check`` imports this
+    module before it starts the learner's kernel, and IPython's import (0.1 s) would delay
+    it."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:  # pragma: no cover - the in-page tier
         return source
     try:
         return TransformerManager().transform_cell(source)
