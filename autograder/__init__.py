@@ -132,8 +132,8 @@ The grader's machinery (never in the learner's kernel):
   kernel per notebook (``Zygote``), this process's one.
 - :mod:`~autograder.sandboxed_kernel` (284 lines): the kernel manager nbclient
   uses: a kernel started in the sandbox or forked warm, its memory capped.
-- :mod:`~autograder.probe` (139 lines): a learner's cells run again in a Python
-  with the standard library only.
+- :mod:`~autograder.probe` (181 lines): a learner's cells run again in a Python
+  with the standard library only; a run started ahead (``check``) taken by its test.
 - :mod:`~autograder.peak_probe` (264 lines): ex06's peak memory of one
   call, measured from outside in a memory cgroup (the run of the probe). Its parts:
   :mod:`~autograder.peak_probe_program` (190 lines): what the probe runs (its program,

@@ -5,13 +5,15 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from autograder.checker import without_libraries
+from autograder import probe
+from autograder.checker import setup_and_solution_cells, without_libraries
 from autograder.remote import Remote
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.diagnose_python import attention_hint, exception_hint, softmax_hint
 from autograder.reference import python_attention as ref
 from autograder.testing import call_learner as _call
 from autograder.testing import (
+    BANNED_MODULES,
     assert_close,
     explain,
     check_list_of_floats,
@@ -24,6 +26,7 @@ from autograder.testing import (
 
 # Pure-Python sums of a handful of products: agreement to 1e-9 relative is generous.
 RTOL, ATOL = 1e-9, 1e-12
+PROBE_SEED = 5  # the inputs of the standard-library run (uses_no_array_library)
 
 
 def _matrix(rng: random.Random, rows: int, cols: int, scale: float = 1.0) -> list[list[float]]:
@@ -146,7 +149,26 @@ def attention_rejects_bad_input(attention: Callable) -> None:
         expect_value_error(attention, args, f"attention with {what}")
 
 
-def uses_no_array_library(softmax: Callable, attention: Callable, seed: int = 5) -> None:
+def _probe_calls(seed: int) -> list[tuple[str, tuple]]:
+    """The calls :func:`uses_no_array_library` makes in the standard-library Python, under
+    the names the released notebook gives the functions: softmax of a row of 5, attention
+    of 3 queries over 4 keys."""
+    rng = random.Random(seed)
+    row = [rng.uniform(-3.0, 3.0) for _ in range(5)]
+    Q, K, V = _matrix(rng, 3, 4), _matrix(rng, 4, 4), _matrix(rng, 4, 2)
+    return [("softmax", (row,)), ("scaled_dot_product_attention", (Q, K, V))]
+
+
+def prefetch(notebook, timeout: float) -> None:
+    """What ``check`` starts before the kernel runs the learner's cells: the
+    standard-library run of :func:`uses_no_array_library` (it needs only the cells' source;
+    its test then finds the answer ready or under way)."""
+    probe.prefetch(setup_and_solution_cells(notebook), _probe_calls(PROBE_SEED),
+                   BANNED_MODULES, timeout)
+
+
+def uses_no_array_library(softmax: Callable, attention: Callable,
+                          seed: int = PROBE_SEED) -> None:
     """Both functions work and neither (nor a helper it calls) uses an array library.
 
     Graded by the checker (``softmax`` a :class:`autograder.remote.Remote`): the
@@ -160,9 +182,7 @@ def uses_no_array_library(softmax: Callable, attention: Callable, seed: int = 5)
     if not isinstance(softmax, Remote):
         check_pure_python(softmax, attention)
         return
-    rng = random.Random(seed)
-    row = [rng.uniform(-3.0, 3.0) for _ in range(5)]
-    Q, K, V = _matrix(rng, 3, 4), _matrix(rng, 4, 4), _matrix(rng, 4, 2)
+    (_, (row,)), (_, (Q, K, V)) = _probe_calls(seed)
     # Compared with what the same calls give in the kernel (a wrong result is the other
     # tests' business; this one checks only that no array library was needed).
     cases = [(softmax.bound_as or softmax.__name__, (row,), "softmax of a row of 5",
