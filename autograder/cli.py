@@ -82,7 +82,7 @@ def cmd_manual(args: argparse.Namespace) -> int:
     if args.action == "list":
         return manual.main_list(Path(args.workspace), args.assignment)
     return manual.main_score(Path(args.workspace), args.student, args.assignment, args.cell,
-                             args.points, args.comment, derive=record.derive)
+                             args.points, args.comment, rewrite_records=record.rewrite_records)
 
 
 def cmd_release(args: argparse.Namespace) -> int:

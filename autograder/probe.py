@@ -131,13 +131,13 @@ def prefetch(cells: list[str], calls: list[tuple[str, tuple]], banned: tuple[str
         _PREFETCHED.clear()
         _PREFETCHED[request] = future
 
-    def fill() -> None:
+    def run_ahead() -> None:
         try:
             future.set_result(_run(request, len(calls), timeout))
         except BaseException as exc:  # noqa: BLE001 - the test runs the probe itself then
             future.set_exception(exc)
 
-    threading.Thread(target=fill, daemon=True, name="stdlib-probe").start()
+    threading.Thread(target=run_ahead, daemon=True, name="stdlib-probe").start()
 
 
 def run(cells: list[str], calls: list[tuple[str, tuple]], banned: tuple[str, ...] = (),

@@ -15,7 +15,7 @@ from typing import Any
 
 from autograder.rust_source import SIGNATURES, RustNotImplemented, RustPanic, RustSource
 
-class _Out(ctypes.Structure):
+class _RustResult(ctypes.Structure):
     _fields_ = [("status", ctypes.c_uint32), ("data", ctypes.POINTER(ctypes.c_double)),
                 ("len", ctypes.c_size_t), ("rows", ctypes.POINTER(ctypes.c_size_t)),
                 ("n_rows", ctypes.c_size_t), ("msg", ctypes.POINTER(ctypes.c_char)),
@@ -110,7 +110,7 @@ class RustFunction:
                 alive, data, lens, rows = _matrix(m, name)
                 keep.append(alive)
                 c_args += [data, lens, ctypes.c_size_t(rows)]
-        out = _Out()
+        out = _RustResult()
         c_args.append(ctypes.byref(out))
         _run_interruptibly(self._fn, c_args, keep, out)
         try:

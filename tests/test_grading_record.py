@@ -170,7 +170,7 @@ def _csv(path):
 
 
 def test_grades_csv_is_derived_from_the_gradebook(workspace):
-    rows, _ = record.derive(workspace)
+    rows, _ = record.rewrite_records(workspace)
     alice, bob, carol = rows[("alice", X)], rows[("bob", X)], rows[("carol", X)]
     assert (alice.score, alice.max_score, alice.status) == (4.0, 9.0,
                                                             Status.NEEDS_MANUAL_GRADING)
@@ -193,7 +193,7 @@ def test_an_extension_granted_in_the_gradebook_shows(workspace):
         # nbgrader's late penalty is assigned by autograde; a regrade would clear it:
         gb.find_submission(X, "bob").notebooks[0].late_submission_penalty = 0.0
         gb.db.commit()
-    bob = record.derive(workspace)[0][("bob", X)]
+    bob = record.rewrite_records(workspace)[0][("bob", X)]
     assert (bob.score, bob.status) == (4.0, Status.RESTORED_TESTS)
     assert "late" not in bob.detail
 
@@ -207,7 +207,7 @@ def test_manual_list_and_score_then_grades_and_export_agree(workspace, capsys):
     out = capsys.readouterr().out
     assert "== alice  exA  derivation  ungraded / 4" in out and "2 ungraded" in out
     manual.record_score(workspace, "alice", X, "derivation", 3, "right idea, no sqrt")
-    rows, _ = record.derive(workspace)
+    rows, _ = record.rewrite_records(workspace)
     assert (rows[("alice", X)].score, rows[("alice", X)].status) == (7.0, Status.GRADED)
     assert manual.answers(workspace, X)[0].comment == "right idea, no sqrt"
     roster = workspace.parent / "roster.csv"
@@ -235,7 +235,7 @@ def test_a_regrade_keeps_the_manual_score_of_an_unchanged_answer(workspace, caps
     changed answer (a resubmission) goes back to the instructor now."""
     manual.record_score(workspace, "alice", X, "derivation", 3, "right idea")
     _mark_for_manual_grading(workspace, "alice")
-    rows, _ = record.derive(workspace)
+    rows, _ = record.rewrite_records(workspace)
     assert (rows[("alice", X)].score, rows[("alice", X)].status) == (7.0, Status.GRADED)
     derivation = next(t for t in rows[("alice", X)].tests if t["test"] == "derivation")
     assert derivation["needs_manual_grade"] is False
@@ -247,7 +247,7 @@ def test_a_regrade_keeps_the_manual_score_of_an_unchanged_answer(workspace, caps
     with open_gradebook(workspace) as gb:  # scored in formgrader, then graded again
         gb.find_grade("derivation", X, X, "bob").manual_score = 2.0
         gb.db.commit()
-    rows, _ = record.derive(workspace)
+    rows, _ = record.rewrite_records(workspace)
     assert (rows[("alice", X)].score, rows[("alice", X)].status) == (
         7.0, Status.NEEDS_MANUAL_GRADING)
     assert Status.NEEDS_MANUAL_GRADING.value in rows[("bob", X)].detail
@@ -306,7 +306,7 @@ def test_side_table_rows_survive_and_unscored_rows_keep_their_status(workspace):
     assert state[("carol", X)].scored is False and state[("alice", X)].scored is True
     with open_gradebook(workspace) as gb:
         row = state[("carol", X)]
-        assert record.fill(row, gb) is False and row.status == Status.INVALID_NOTEBOOK
+        assert record.score_from_gradebook(row, gb) is False and row.status == Status.INVALID_NOTEBOOK
 
 
 def test_export_command_refuses_a_missing_workspace_or_one_being_graded(tmp_path, capsys):

@@ -13,7 +13,7 @@ import nbformat
 
 from autograder import env_vars, kernel_memory, phase_times
 from autograder.grading import gradebook, integrity
-from autograder.grading.record import NOTE, combine, fill  # noqa: F401 - combine re-exported
+from autograder.grading.record import NOTE, combine, score_from_gradebook  # noqa: F401 - combine re-exported
 from autograder.grading.results import Row, Status
 from autograder.grading.prevalidate import prevalidate
 from autograder.grading.submission import Submission, read_timestamp
@@ -197,7 +197,7 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
     html = workspace / "feedback" / sub.student_id / sub.assignment / f"{sub.assignment}.html"
     row.feedback = str(html.relative_to(workspace)) if html.is_file() else ""
     # The scores, the late penalty and the manual answers are the gradebook's: the row keeps
-    # only what the gradebook cannot hold, and is derived from it (grading.record.fill).
+    # only what the gradebook cannot hold, and is derived from it (grading.record.score_from_gradebook).
     saved = {str(k): v for k, v in events.items()}
     if sub.converted:
         note.append("converted from nbformat 3")
@@ -205,6 +205,6 @@ def _grade_one(api, sub: Submission, workspace: Path) -> Row:
         saved[NOTE] = "; ".join(note)
     row.events, row.scored = json.dumps(saved), True
     with gradebook.open_gradebook(workspace) as gb:
-        fill(row, gb)
+        score_from_gradebook(row, gb)
     _phase("own checks", t)
     return row

@@ -182,7 +182,7 @@ def check_points(records, at, cols, maxima, report: Report) -> None:
                         f"out of {number(canvas)}")
 
 
-def fill(text: str, table: list[dict], names: dict[str, str]) -> tuple[str, Report]:
+def filled_export(text: str, table: list[dict], names: dict[str, str]) -> tuple[str, Report]:
     """(``text``, a Canvas gradebook export, with the assignments' cells of the matched
     learners filled from ``table``, the export's rows; what was done)."""
     report = Report()
@@ -234,7 +234,7 @@ def main(workspace: Path, gradebook: Path, out: Path | None, names: dict[str, st
                           "exports it") from None
         table, _ = locked_table(workspace)  # every learner: the Canvas file is the roster
         try:
-            filled, report = fill(text, table, names)
+            filled, report = filled_export(text, table, names)
         except ValueError as exc:
             raise Refused(f"{gradebook}: {exc}") from None
     except Refused as exc:

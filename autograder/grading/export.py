@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading.gradebook import exists, open_gradebook
-from autograder.grading.record import course_assignments, derive
+from autograder.grading.record import course_assignments, rewrite_records
 from autograder.grading.results import spreadsheet_safe, write_csv
 
 EXPORT_FIELDS = ["student_id", "assignment", "score", "max_score", "late_penalty", "status",
@@ -62,7 +62,7 @@ def class_table(workspace: Path, roster: Path | None = None) -> tuple[list[dict]
     no assignment never becomes a column or a row.
     """
     workspace = Path(workspace).resolve()
-    rows, _ = derive(workspace)
+    rows, _ = rewrite_records(workspace)
     gb_students, maxima = gradebook_students_and_assignments(workspace)
     known = course_assignments(set(maxima))
     rows = {k: r for k, r in rows.items() if k[1] in known}

@@ -18,10 +18,10 @@ from autograder.exercises import exercise_ids
 from autograder.grading import cluster, gradebook
 from autograder.grading.autograde import STAGED
 from autograder.grading.pool import Worker, default_jobs, preload
-from autograder.grading.record import derive
+from autograder.grading.record import rewrite_records
 from autograder.grading.release import source_notebook, write_config
 from autograder.grading.results import GRADES_CSV
-from autograder.grading.run import ClassRun, mark
+from autograder.grading.run import ClassRun, mark_phase
 from autograder.grading.submission import Submission, discover, strays
 from autograder.sandbox import sandbox_error
 
@@ -120,8 +120,8 @@ def _grade_on(run: ClassRun, client, scheduler: str | None, progress: bool) -> s
 def _summary(run: ClassRun, workspace: Path, sandbox: bool, seconds: float, where: str) -> None:
     """grades.csv, tests.csv and the summary derived from the gradebook (the one record),
     and the run's last lines."""
-    mark("grades.csv and summary")
-    for line in derive(workspace)[1]:
+    mark_phase("grades.csv and summary")
+    for line in rewrite_records(workspace)[1]:
         print(line)
     for w in run.workers:
         w.stop()
@@ -188,28 +188,28 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
     workers: list[Worker] = []
     try:
         client = _connect(workspace, db_url, scheduler)
-        mark("start-up")
+        mark_phase("start-up")
         write_config(workspace, release_directory=workspace / "release",
                      cell_timeout=cell_timeout, late_penalty=late_penalty)
         subs = _submissions(submissions, regrade)
         jobs = jobs or default_jobs({s.assignment for s in subs})  # 0: what the machine holds
         if client is None:
-            mark("start workers")
+            mark_phase("start workers")
             workers = start_workers(workspace, subs, jobs, cell_timeout=cell_timeout,
                                     memory_mb=memory_mb, late_penalty=late_penalty)
-        mark("resume: inputs of each grade")
+        mark_phase("resume: inputs of each grade")
         run = ClassRun(workspace, subs, cell_timeout=cell_timeout, memory_mb=memory_mb,
                        late_penalty=late_penalty, force=force, regrade=frozenset(regrade))
         _ready(run, client, workers, scheduler)
-        mark("release")
+        mark_phase("release")
         run.release()
         run.save()
-        mark("grading")
+        mark_phase("grading")
         start = time.monotonic()
         where = _grade_on(run, client, scheduler, progress)
         _summary(run, workspace, sandbox, time.monotonic() - start, where)
         expected = {(s.student_id, s.assignment) for s in subs}
-        mark("end")
+        mark_phase("end")
         return 0 if expected <= set(run.rows) else 1
     except _Refused as exc:
         print(str(exc), file=sys.stderr)

@@ -4,7 +4,7 @@ Lists the written answers (nbgrader "manually graded answer" cells) of a class a
 autograded notebooks hold them, and records a score and a comment through nbgrader's API
 (``Grade.manual_score``, ``Comment.manual_comment``: what formgrader writes), then
 regenerates that learner's feedback and derives ``grades.csv`` again
-(:func:`autograder.grading.record.derive`), so the gradebook, ``grades.csv``, the feedback
+(:func:`autograder.grading.record.rewrite_records`), so the gradebook, ``grades.csv``, the feedback
 and the export agree.
 """
 
@@ -239,10 +239,10 @@ def main_list(workspace: Path, assignment: str | None) -> int:
 
 
 def main_score(workspace: Path, student: str, assignment: str, cell: str, points: float,
-               comment: str | None, *, derive) -> int:
+               comment: str | None, *, rewrite_records) -> int:
     """``manual score``: record, regenerate the learner's feedback, derive grades.csv.
 
-    ``derive``: :func:`autograder.grading.record.derive`, which rewrites the workspace's
+    ``rewrite_records``: :func:`autograder.grading.record.rewrite_records`, which rewrites the workspace's
     CSV files and reports from the gradebook (the record reads the manual scores this
     module keeps, so this module does not import it)."""
     workspace = Path(workspace).resolve()
@@ -261,7 +261,7 @@ def main_score(workspace: Path, student: str, assignment: str, cell: str, points
             print(f"error: {exc}", file=sys.stderr)
             return 2
         failed = regenerate_feedback(workspace, student, assignment)
-        rows, _ = derive(workspace)
+        rows, _ = rewrite_records(workspace)
     finally:
         lock.release()
     row = rows.get((student, assignment))

@@ -4,7 +4,7 @@ statuses, details and regrade keys, which the gradebook has no place for).
 
 So a manual score, a late penalty, an extension or a regrade made with nbgrader's own
 commands (``nbgrader autograde --force``, formgrader) shows in ``grades.csv`` after the next
-:func:`derive`, which ``grade``, ``manual score`` and ``export`` run.
+:func:`rewrite_records`, which ``grade``, ``manual score`` and ``export`` run.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def combine(events: dict[Status, str]) -> tuple[Status, str]:
 
 def add_note(row: Row, note: str) -> None:
     """Put ``note`` (a fact about the submission, such as which of its folder's notebooks
-    was graded) before ``row``'s detail, and keep it in its events for :func:`fill`."""
+    was graded) before ``row``'s detail, and keep it in its events for :func:`score_from_gradebook`."""
     if not note:
         return
     events = json.loads(row.events or "{}")
@@ -44,7 +44,7 @@ def add_note(row: Row, note: str) -> None:
 
 def submissions(gb, batch: int = 200):
     """Every submission in the gradebook ``gb``: ((student id, assignment), nbgrader's
-    ``SubmittedAssignment``) pairs, loaded with what :func:`fill` reads in five queries per
+    ``SubmittedAssignment``) pairs, loaded with what :func:`score_from_gradebook` reads in five queries per
     ``batch`` of submissions (nbgrader loads each score, maximum and cell lazily: some forty
     queries per row otherwise). A batch is let go when the next is read: the grader's memory
     holds ``batch`` submissions' objects, not the class's (50 MiB for a class of 2,000)."""
@@ -62,7 +62,7 @@ def submissions(gb, batch: int = 200):
         yield (s.student.id, s.assignment.name), s
 
 
-def fill(row: Row, gb, loaded: dict | None = None) -> bool:
+def score_from_gradebook(row: Row, gb, loaded: dict | None = None) -> bool:
     """Set ``row``'s score, maximum, late penalty, tests, status and detail from the gradebook
     ``gb`` (an open ``nbgrader.api.Gradebook``) and its grading ``events``. Returns False,
     leaving the row as it is, when the row has no scores in the gradebook. ``loaded``: the
@@ -134,7 +134,7 @@ def derive_rows(workspace: Path, rows: dict[tuple[str, str], Row]) -> dict[tuple
             reconcile(workspace, gb)
             for key, s in submissions(gb):
                 if key in rows:
-                    fill(rows[key], gb, {key: s})
+                    score_from_gradebook(rows[key], gb, {key: s})
             if any(not row.max_score for row in rows.values()):
                 maxima = {a.name: float(a.max_score) for a in gb.assignments}
                 for row in rows.values():
@@ -142,7 +142,7 @@ def derive_rows(workspace: Path, rows: dict[tuple[str, str], Row]) -> dict[tuple
     return rows
 
 
-def derive(workspace: Path) -> tuple[dict[tuple[str, str], Row], list[str]]:
+def rewrite_records(workspace: Path) -> tuple[dict[tuple[str, str], Row], list[str]]:
     """Rewrite ``grades.csv``, ``tests.csv``, the summary and the class reports
     (:mod:`~autograder.grading.class_report`) from the gradebook and the side table; return
     the rows and the summary's printable lines."""

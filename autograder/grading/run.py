@@ -26,7 +26,7 @@ from autograder.grading.submission import Submission
 CSV_INTERVAL = 1.0  # seconds between two rewrites of grades.csv while a class is graded
 
 
-def mark(phase: str) -> None:
+def mark_phase(phase: str) -> None:
     """With ``$AUTOGRADER_PROFILE`` set (benchmarks/bench_grading.py --profile), note when
     ``phase`` of the run began (the profile prints the time between marks) and this
     process's peak resident memory so far (KiB; benchmarks/bench_scaling.py)."""

@@ -106,7 +106,7 @@ def _probe_answer(cells: list[str], devices, timeout: float) -> dict:
         return {"failed": str(exc)}
 
 
-def _fill(future: Future, cells: list[str], devices, timeout: float) -> None:
+def _answer_into(future: Future, cells: list[str], devices, timeout: float) -> None:
     try:
         future.set_result(_probe_answer(cells, devices, timeout))
     except BaseException as exc:  # noqa: BLE001 - whoever waits for the answer gets it raised
@@ -123,7 +123,7 @@ def prefetch(notebook, devices, timeout: float) -> None:
     with _PREFETCHED_LOCK:
         _PREFETCHED.clear()
         _PREFETCHED[(tuple(cells), tuple(devices))] = future
-    threading.Thread(target=_fill, args=(future, cells, devices, timeout), daemon=True,
+    threading.Thread(target=_answer_into, args=(future, cells, devices, timeout), daemon=True,
                      name="ex05-probe").start()
 
 
