@@ -185,26 +185,24 @@ def _child(conn: socket.socket, wake: tuple[int, int], request: dict) -> None:
         os._exit(code)
 
 
-def main(argv: list[str] | None = None) -> int:
-    import select
+class _Server:
+    """The zygote's end of the grader's connection: requests read, kernels forked, each
+    kernel's exit reported (SIGCHLD wakes the loop through a pipe)."""
 
-    args = sys.argv[1:] if argv is None else argv
-    os.dup2(2, 1)  # nothing on stdout; the grader's log is stderr
-    _prctl_dumpable(0)
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.connect(args[0])
-    _preload(args[1:])
-    kernels: set[int] = set()
-    wake = os.pipe()
-    os.set_blocking(wake[0], False)
-    os.set_blocking(wake[1], False)
-    signal.set_wakeup_fd(wake[1])
-    signal.signal(signal.SIGCHLD, lambda *_: None)
+    def __init__(self, conn: socket.socket):
+        self.conn, self.kernels, self.buffer = conn, set(), b""
+        self.wake = os.pipe()
+        os.set_blocking(self.wake[0], False)
+        os.set_blocking(self.wake[1], False)
+        signal.set_wakeup_fd(self.wake[1])
+        signal.signal(signal.SIGCHLD, lambda *_: None)
 
-    def send(msg: dict) -> None:
-        conn.sendall((json.dumps(msg) + "\n").encode())
+    def send(self, msg: dict) -> None:
+        """One JSON line to the grader."""
+        self.conn.sendall((json.dumps(msg) + "\n").encode())
 
-    def reap() -> None:
+    def reap(self) -> None:
+        """Wait for every child that has exited; report the kernels among them."""
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -212,41 +210,59 @@ def main(argv: list[str] | None = None) -> int:
                 return
             if pid == 0:
                 return
-            if pid in kernels:
-                kernels.discard(pid)
-                send({"exit": pid, "status": os.waitstatus_to_exitcode(status)})
+            if pid in self.kernels:
+                self.kernels.discard(pid)
+                self.send({"exit": pid, "status": os.waitstatus_to_exitcode(status)})
 
-    send({"ready": os.getpid()})
-    buffer = b""
-    while True:
-        try:
-            ready, _, _ = select.select([conn, wake[0]], [], [])
-        except InterruptedError:
-            continue
-        if wake[0] in ready:
+    def handle(self, request: dict) -> None:
+        """Answer one request: fork a kernel, or clean the sandbox."""
+        if "fork" in request:
+            pid = os.fork()
+            if pid == 0:
+                _child(self.conn, self.wake, request["fork"])
+            self.kernels.add(pid)
+            self.send({"pid": pid})
+        elif request.get("clean"):
+            self.send({"clean": _clean(self.reap)})
+            self.reap()
+
+    def serve(self) -> int:
+        """Answer requests until the grader closes the connection; returns 0 then."""
+        import select
+
+        while True:
             try:
-                os.read(wake[0], 4096)
-            except BlockingIOError:
-                pass
-            reap()
-        if conn not in ready:
-            continue
-        data = conn.recv(65536)
-        if not data:
-            return 0  # the grader is gone
-        buffer += data
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            request = json.loads(line)
-            if "fork" in request:
-                pid = os.fork()
-                if pid == 0:
-                    _child(conn, wake, request["fork"])
-                kernels.add(pid)
-                send({"pid": pid})
-            elif request.get("clean"):
-                send({"clean": _clean(reap)})
-                reap()
+                ready, _, _ = select.select([self.conn, self.wake[0]], [], [])
+            except InterruptedError:
+                continue
+            if self.wake[0] in ready:
+                try:
+                    os.read(self.wake[0], 4096)
+                except BlockingIOError:
+                    pass
+                self.reap()
+            if self.conn not in ready:
+                continue
+            data = self.conn.recv(65536)
+            if not data:
+                return 0  # the grader is gone
+            self.buffer += data
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                self.handle(json.loads(line))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m autograder.kernel_zygote SOCKET [MODULE...]`` (the module's docstring)."""
+    args = sys.argv[1:] if argv is None else argv
+    os.dup2(2, 1)  # nothing on stdout; the grader's log is stderr
+    _prctl_dumpable(0)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(args[0])
+    _preload(args[1:])
+    server = _Server(conn)
+    server.send({"ready": os.getpid()})
+    return server.serve()
 
 
 if __name__ == "__main__":

@@ -48,22 +48,43 @@ def apply(
     """
     ws = Path(workspace).resolve()
     ws.mkdir(parents=True, exist_ok=True)  # nbgrader chdirs into its root
+    release = Path(release_directory).resolve()
+    _folders(c, ws, release, submitted_directory)
+    _release(c)
+    _autograde(c, release, cell_timeout, late_penalty, sandbox)
+    _feedback(c)
+
+
+def _folders(c, ws: Path, release: Path, submitted_directory: str) -> None:
+    """The course, its workspace, its folders and its gradebook."""
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.root = str(ws)
     # Absolute paths: os.path.join(root, absolute) keeps the absolute one.
     c.CourseDirectory.source_directory = str(SOLUTIONS)
-    c.CourseDirectory.release_directory = str(Path(release_directory).resolve())
+    c.CourseDirectory.release_directory = str(release)
     c.CourseDirectory.submitted_directory = submitted_directory
     c.CourseDirectory.db_url = db_url(ws)
-    c.ClearSolutions.code_stub = {"python": CODE_STUB, "rust": RUST_STUB}
-    # generate_assignment as nbgrader's, except that %%rust cells get a Rust stub.
+    # nbgrader zip_collect: files from a learning platform named <student_id>_<anything>.ipynb
+    # (override on the command line for another platform's naming).
+    c.FileNameCollectorPlugin.named_regexp = (
+        r".*/(?P<student_id>[A-Za-z0-9.-]+)_(?P<file_id>[^/]+)\.ipynb$")
+
+
+def _release(c) -> None:
+    """generate_assignment as nbgrader's, except that %%rust cells get a Rust stub."""
     from nbgrader.converters import GenerateAssignment
     from nbgrader.preprocessors import ClearSolutions
 
+    c.ClearSolutions.code_stub = {"python": CODE_STUB, "rust": RUST_STUB}
     c.GenerateAssignment.preprocessors = [
         ClearSolutionsByCellLanguage if p is ClearSolutions else p
         for p in GenerateAssignment.class_traits()["preprocessors"].default()]
     c.ClearSolutions.text_stub = TEXT_STUB
+
+
+def _autograde(c, release: Path, cell_timeout: int, late_penalty: str,
+               sandbox: bool | None) -> None:
+    """autograde: the sanitising, the sandboxed execution, the scoring."""
     c.Execute.timeout = cell_timeout
     # Sanitising: restore the released cell order, then nbgrader restores locked cells'
     # content from the gradebook, re-adds deleted test cells and fixes changed cell types.
@@ -75,13 +96,9 @@ def apply(
         "nbgrader.preprocessors.OverwriteCells",
         "nbgrader.preprocessors.CheckCellMetadata",
     ]
-    c.RestoreOrder.release_directory = str(Path(release_directory).resolve())
+    c.RestoreOrder.release_directory = str(release)
     c.OverwriteCells.add_missing_cells = True
     c.LateSubmissionPlugin.penalty_method = late_penalty
-    # nbgrader zip_collect: files from a learning platform named <student_id>_<anything>.ipynb
-    # (override on the command line for another platform's naming).
-    c.FileNameCollectorPlugin.named_regexp = (
-        r".*/(?P<student_id>[A-Za-z0-9.-]+)_(?P<file_id>[^/]+)\.ipynb$")
     # A kernel that dies (os._exit, segfault, memory cap) keeps the points earned before.
     # In the sandbox (issue 13); the trusted checker grades the test cells (issue 23).
     if sandbox is None:
@@ -101,8 +118,11 @@ def apply(
     # test cell with any stderr output as 0. Errors are 'error' outputs and still count.
     c.IgnorePattern.enabled = True
     c.IgnorePattern.pattern = r"(?s).*"
-    # Feedback shows each test's docstring, points and the failure's one-line message;
-    # hidden test source and tracebacks into the course's checks never reach a learner.
+
+
+def _feedback(c) -> None:
+    """Feedback shows each test's docstring, points and the failure's one-line message;
+    hidden test source and tracebacks into the course's checks never reach a learner."""
     c.GenerateFeedback.preprocessors = [
         "nbgrader.preprocessors.GetGrades",
         "autograder.nbgrader_plugins.HideTestSource",
