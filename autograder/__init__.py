@@ -100,7 +100,6 @@ Answers, and how they are judged:
   :mod:`~autograder.checks.ex05._common` (223: the guard against
   torch's attention), :mod:`~autograder.checks.ex05._probe` (222:
   the run without torch's attention, judged),
-  :mod:`~autograder.checks.ex05._probe_process` (261: its process, sandboxed) and
   :mod:`~autograder.checks.ex05._probe_calls` (77: the calls made there and in the kernel),
   :mod:`autograder.checks.ex06` (31: its checks, importable from here) with
   :mod:`~autograder.checks.ex06.behaviour` (130), :mod:`~autograder.checks.ex06.memory` (175:
@@ -132,6 +131,10 @@ The grader's machinery (never in the learner's kernel):
   kernel per notebook (``Zygote``), this process's one.
 - :mod:`~autograder.sandboxed_kernel` (284 lines): the kernel manager nbclient
   uses: a kernel started in the sandbox or forked warm, its memory capped.
+- :mod:`~autograder.torch_probe` (219 lines): ex05's probe: torch with its
+  attention switched off, then the learner's cells (the script; its sandbox);
+  :mod:`~autograder.torch_probe_process` (103 lines): its process started (ahead, for
+  ``check``) and its answer read.
 - :mod:`~autograder.probe` (181 lines): a learner's cells run again in a Python
   with the standard library only; a run started ahead (``check``) taken by its test.
 - :mod:`~autograder.peak_probe` (264 lines): ex06's peak memory of one

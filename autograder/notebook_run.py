@@ -13,7 +13,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-from autograder import check_kernel
+from autograder import check_kernel, torch_probe_process
 from autograder.trusted_tests import TrustedTests
 from autograder.verdicts import Execution, grade_id
 
@@ -119,12 +119,21 @@ def _run_cell(client: Client, tests: TrustedTests | None, record: Execution, cel
                                   "above; fix that and check again")
 
 
+# What a checks module's prefetch would start only after its own imports (torch: a second
+# or more): started first, by what imports no torch. ex05's probe process imports torch
+# itself, alongside the checker's import.
+_BEFORE_CHECKS = {"ex05_torch_attention": torch_probe_process.spawn_ahead}
+
+
 def _head_start(assignment: str, nb: nbformat.NotebookNode, timeout: int) -> None:
-    """While the kernel runs the learner's first cells: import the exercise's checks (and
-    what they import: torch for ex05 and ex07, about a second) and start what they can do
-    from the notebook's source alone (a checks module's ``prefetch``: ex05's probe). Only a
-    head start: when it fails, the tests import and compute as they would have."""
+    """While the kernel runs the learner's first cells: start the process a check needs
+    (:data:`_BEFORE_CHECKS`), import the exercise's checks (and what they import: torch for
+    ex05 and ex07, about a second) and start what they can do from the notebook's source
+    alone (a checks module's ``prefetch``: ex01's and ex05's probes). Only a head start:
+    when it fails, the tests import and compute as they would have."""
     try:
+        if assignment in _BEFORE_CHECKS:
+            _BEFORE_CHECKS[assignment](assignment, timeout)
         checks = importlib.import_module(f"autograder.checks.{assignment.split('_')[0]}")
         if hasattr(checks, "prefetch"):
             checks.prefetch(nb, timeout)

@@ -1,36 +1,35 @@
-"""The process ex05's probe runs in (:mod:`._probe` says why): the script it runs
-(:data:`RUNNER`: torch's attention switched off, ``execve`` refused, then the learner's cells
-and the checker's calls), its command line inside bubblewrap, and :func:`run`, which starts it
-and reads its answer."""
+"""What ex05's probe process runs (:mod:`autograder.checks.ex05._probe` says why): the
+script (:data:`RUNNER`: torch imported, torch's attention switched off, ``execve`` refused,
+then the learner's cells and the checker's calls) and its command line inside bubblewrap
+(:func:`command`). :mod:`autograder.torch_probe_process` starts it and reads its answer.
+Neither imports torch: ``check`` starts the process before the checker has imported it."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-from autograder import bwrap_box, limits
-from autograder.scratch import scratch_dir
+from autograder import bwrap_box
 from autograder.bwrap_box import Box, remount_ro, ro_bind, tmpfs
-from autograder.sandbox import bwrap, copy_course, sandbox_error, system_binds
+from autograder.sandbox import bwrap, sandbox_error, system_binds
 
 MAX_OUTPUT = 8 * 2**20
 
-# Run with python -I -c in the sandbox. Reads {"cells", "calls"} on stdin; writes
+# Run with python -I -c in the sandbox. Imports torch, then reads {"cells", "calls",
+# "course", "cuda"} on stdin; writes
 # {"replies", "off", "no_exec", "hits"} on stdout. Tensors cross as
 # {"tensor": dtype, "shape": [...], "device": str, "data": [flat values]}.
 RUNNER = r'''
 import json, sys
-request = json.loads(sys.stdin.read())
 out = sys.stdout
 sys.stdout = sys.stderr
-sys.path.insert(0, request["course"])  # what the kernel has of the course (autograder.testing)
 import ctypes, warnings
-import torch
+import torch  # before the request: a process started ahead imports it while it waits
 import torch.nn.functional as F
 warnings.simplefilter("ignore")
+request = json.loads(sys.stdin.read())
+sys.path.insert(0, request["course"])  # what the kernel has of the course (autograder.testing)
 
 # CUDA is started before anything is switched off (its driver must not meet the filter
 # below half-way); calls on a device this process cannot use are not judged.
@@ -220,42 +219,3 @@ def _under_tmp_again() -> list[str]:
         if real == "/tmp" or real.startswith("/tmp/"):
             out += ro_bind(real)
     return out
-
-
-class ProbeFailed(Exception):
-    """The probe gave no answer (a timeout, a crash, malformed output)."""
-
-
-def run(cells: list[str], calls: list[dict], timeout: float,
-        assignment: str = "ex05_torch_attention", cuda: bool = False) -> dict:
-    """The probe's answer for ``calls`` after ``cells`` ran: ``replies`` (one per call),
-    ``off`` (kernels switched off), ``no_exec`` (the filter is in place), ``hits``. The
-    cells can import what ``assignment``'s kernel has of the course
-    (:data:`autograder.sandbox.KERNEL_FILES`), nothing more."""
-    import shutil
-
-    course = scratch_dir("autograder-probe-course-")
-    try:
-        copy_course(course, assignment)
-        request = json.dumps({"cells": cells, "calls": calls, "course": str(course),
-                              "cuda": cuda})
-        try:
-            done = subprocess.run(limits.limited(command(course), timeout),
-                                  input=request.encode(), capture_output=True,
-                                  timeout=limits.backstop(timeout), cwd=Path("/"))
-        except subprocess.TimeoutExpired:
-            raise ProbeFailed(f"the cells and calls waited longer than "
-                              f"{limits.backstop(timeout):g} s") from None
-    finally:
-        shutil.rmtree(course, ignore_errors=True)
-    if limits.out_of_cpu(done.returncode):
-        raise ProbeFailed(f"the cells and calls ran longer than {timeout:g} s of CPU time")
-    text = done.stdout[:MAX_OUTPUT + 1]
-    try:
-        answer = json.loads(text.decode("utf-8")) if len(text) <= MAX_OUTPUT else None
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        answer = None
-    if type(answer) is not dict or type(answer.get("replies")) is not list or len(
-            answer["replies"]) != len(calls) or type(answer.get("off")) is not int:
-        raise ProbeFailed(f"the process ended with status {done.returncode} and no answer")
-    return answer

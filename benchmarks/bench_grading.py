@@ -130,7 +130,7 @@ def profile_table(path: Path, began: float | None = None,
     submission's grading began and after the last one's ended (start-up, release, summary)."""
     sums: dict[str, float] = {}
     first, last = float("inf"), 0.0
-    marks: list[tuple[float, str]] = []  # the grader's phases (autograder.grading.run.mark)
+    marks: list[tuple[float, str]] = []  # the grader's phases (autograder.grading.run.mark_phase)
     for line in path.read_text().splitlines():
         entry = json.loads(line)
         if "phase" in entry:

@@ -4,7 +4,7 @@ For each class size N an ex01 class is generated (benchmarks/bench_grading.py's 
 an untouched and each wrong variant of tests/implementations/ in turn) and graded with
 ``python -m autograder grade`` (default --jobs) in a fresh workspace; nbgrader alone is not
 run. Class generation is not timed. Measured, from the grader's own phase marks
-(``$AUTOGRADER_PROFILE``, autograder.grading.run.mark):
+(``$AUTOGRADER_PROFILE``, autograder.grading.run.mark_phase):
 
 - s/sub: seconds of the grading phase (the first submission handed out to the last one
   recorded) divided by N; ``wall/sub``: the whole command's wall seconds divided by N

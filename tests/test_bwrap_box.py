@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import bwrap_box, peak_probe_program, probe, rust_toolchain, sandbox
+from autograder import bwrap_box, peak_probe_program, probe, rust_toolchain, sandbox, torch_probe
 from autograder.bwrap_box import ISOLATION, Box
-from autograder.checks.ex05 import _probe_process
 
 PACKAGE = Path(__file__).resolve().parent.parent / "autograder"
 BWRAP = "/usr/bin/bwrap"
@@ -106,7 +105,7 @@ def test_system_binds_are_read_only_and_leave_out_gpus_when_asked(monkeypatch):
 @pytest.fixture
 def sandboxed(monkeypatch):
     """The probes' and Rust's modules as where bubblewrap can start, without starting it."""
-    for module in (probe, peak_probe_program, _probe_process, rust_toolchain):
+    for module in (probe, peak_probe_program, torch_probe, rust_toolchain):
         monkeypatch.setattr(module, "bwrap", lambda: BWRAP)
         monkeypatch.setattr(module, "sandbox_error", lambda: None)
 
@@ -114,7 +113,7 @@ def sandboxed(monkeypatch):
 def test_the_probes_write_nothing_but_their_own_tmp(sandboxed, tmp_path):
     course = tmp_path / "course"
     lines = {"probe": probe.command(), "peak probe": peak_probe_program.command()[0],
-             "ex05 probe": _probe_process.command(course)}
+             "ex05 probe": torch_probe.command(course)}
     for name, line in lines.items():
         assert_isolated(line, probe.sys.executable)
         assert mounts(line, "--bind") == [], name

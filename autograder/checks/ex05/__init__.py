@@ -21,8 +21,8 @@ device checks; dtypes are checked only where they are the behaviour under test.
 Split by graded part: :mod:`.sdpa` (scaled_dot_product_attention), :mod:`.mha`
 (MultiHeadAttention; :mod:`._mha_pairs` builds it beside torch's), :mod:`._common` (the
 guard, the reference scan, helpers) and :mod:`._probe` (the run without torch's attention;
-:mod:`._probe_process` its process, :mod:`._probe_calls` the calls made there). The released notebooks' hidden tests
-call ``ex05.<check>``: every check is importable from here.
+:mod:`autograder.torch_probe` its process, :mod:`._probe_calls` the calls made there). The
+released notebooks' hidden tests call ``ex05.<check>``: every check is importable from here.
 """
 
 from autograder.checks.ex05._common import (

@@ -4,7 +4,7 @@ in a fresh, sandboxed Python in which torch's attention does not work.
 The trusted checker judges values from plain data; *how* the kernel computed them it cannot
 see, and the kernel is the learner's. So the setup and solution cells (where the contract
 puts ``scaled_dot_product_attention`` and ``MultiHeadAttention``) run again in a process of
-the grader's (:mod:`._probe_process`, ``python -I`` inside bubblewrap: no network, its own ``/tmp``,
+the grader's (:mod:`autograder.torch_probe`, ``python -I`` inside bubblewrap: no network, its own ``/tmp``,
 the root read-only), which before any learner code runs:
 
 1. replaces, in torch's dispatcher, every kernel of every ``aten`` operator whose name
@@ -49,7 +49,7 @@ from concurrent.futures import Future
 
 from autograder.checker import setup_and_solution_cells
 from autograder.checks.ex05._probe_calls import mha_calls, request_node, sdpa_calls
-from autograder.checks.ex05._probe_process import ProbeFailed, run
+from autograder.torch_probe_process import ProbeFailed, run
 from autograder.testing import in_hidden_part, raised
 
 

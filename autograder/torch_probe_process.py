@@ -1,0 +1,103 @@
+"""ex05's probe process (:mod:`autograder.torch_probe` is what it runs), started and read.
+
+:func:`run` hands a process its request (the learner's cells, the checker's calls) and reads
+its answer. Most of a process's time is its torch import, done before it reads the request,
+so ``check`` starts one ahead (:func:`spawn_ahead`), before the checker has imported torch,
+and the next :func:`run` for the same assignment takes it. Imports no torch."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+from autograder import limits
+from autograder.sandbox import copy_course
+from autograder.scratch import scratch_dir
+from autograder.torch_probe import MAX_OUTPUT, command
+
+
+class ProbeFailed(Exception):
+    """The probe gave no answer (a timeout, a crash, malformed output)."""
+
+
+class _Started:
+    """A probe process waiting for its request, and its copy of the course."""
+
+    def __init__(self, assignment: str, timeout: float):
+        self.assignment, self.course = assignment, scratch_dir("autograder-probe-course-")
+        copy_course(self.course, assignment)
+        self.proc = subprocess.Popen(limits.limited(command(self.course), timeout),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, cwd=Path("/"))
+
+    def close(self) -> None:
+        """Kill the process if it still runs; remove the course copy."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+        shutil.rmtree(self.course, ignore_errors=True)
+
+
+# At most one process started ahead (``check``: one notebook), taken by the next run().
+_AHEAD: list[_Started] = []
+_AHEAD_LOCK = threading.Lock()
+
+
+def spawn_ahead(assignment: str, timeout: float) -> None:
+    """Start a probe process for ``assignment`` now, waiting for its request (it imports
+    torch meanwhile): ``check`` calls this before the checker imports torch. Killed at exit
+    when no :func:`run` took it."""
+    started = _Started(assignment, timeout)
+    with _AHEAD_LOCK:
+        for old in _AHEAD:
+            old.close()
+        _AHEAD[:] = [started]
+    atexit.register(started.close)
+
+
+def _take(assignment: str, timeout: float) -> _Started:
+    """The process started ahead for ``assignment``, or a new one."""
+    with _AHEAD_LOCK:
+        found = [s for s in _AHEAD if s.assignment == assignment and s.proc.poll() is None]
+        _AHEAD[:] = [s for s in _AHEAD if s not in found]
+    return found[0] if found else _Started(assignment, timeout)
+
+
+def run(cells: list[str], calls: list[dict], timeout: float,
+        assignment: str = "ex05_torch_attention", cuda: bool = False) -> dict:
+    """The probe's answer for ``calls`` after ``cells`` ran: ``replies`` (one per call),
+    ``off`` (kernels switched off), ``no_exec`` (the filter is in place), ``hits``. The
+    cells can import what ``assignment``'s kernel has of the course
+    (:data:`autograder.sandbox.KERNEL_FILES`), nothing more."""
+    started = _take(assignment, timeout)
+    try:
+        request = json.dumps({"cells": cells, "calls": calls, "course": str(started.course),
+                              "cuda": cuda})
+        try:
+            stdout, _ = started.proc.communicate(request.encode(),
+                                                 timeout=limits.backstop(timeout))
+        except subprocess.TimeoutExpired:
+            raise ProbeFailed(f"the cells and calls waited longer than "
+                              f"{limits.backstop(timeout):g} s") from None
+    finally:
+        started.close()
+    return _answer(stdout, started.proc.returncode, len(calls), timeout)
+
+
+def _answer(stdout: bytes, returncode: int, n_calls: int, timeout: float) -> dict:
+    """The probe's answer read from its output, or :class:`ProbeFailed`."""
+    if limits.out_of_cpu(returncode):
+        raise ProbeFailed(f"the cells and calls ran longer than {timeout:g} s of CPU time")
+    text = stdout[:MAX_OUTPUT + 1]
+    try:
+        answer = json.loads(text.decode("utf-8")) if len(text) <= MAX_OUTPUT else None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        answer = None
+    if type(answer) is not dict or type(answer.get("replies")) is not list or len(
+            answer["replies"]) != n_calls or type(answer.get("off")) is not int:
+        raise ProbeFailed(f"the process ended with status {returncode} and no answer")
+    return answer
