@@ -192,6 +192,8 @@ for call in request["calls"]:
 out.write(json.dumps({"replies": replies, "off": off, "no_exec": no_exec,
                       "hits": sorted(set(hits))[:20]}))
 out.flush()
+import os
+os._exit(0)  # the answer is out: the interpreter's teardown with torch loaded takes 0.4 s
 '''
 
 

@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import threading
+from concurrent.futures import Future
 from pathlib import Path
 
 from autograder import limits
@@ -25,21 +26,40 @@ class ProbeFailed(Exception):
 
 
 class _Started:
-    """A probe process waiting for its request, and its copy of the course."""
+    """A probe process waiting for its request, and its copy of the course.
+
+    The process is started by a thread of its own that lives until :meth:`close`:
+    bubblewrap's ``--die-with-parent`` (``PR_SET_PDEATHSIG``) kills the sandbox when the
+    *thread* that started it ends, and a process started ahead by ``check``'s head-start
+    thread would otherwise die with it, before its request."""
 
     def __init__(self, assignment: str, timeout: float):
         self.assignment, self.course = assignment, scratch_dir("autograder-probe-course-")
         copy_course(self.course, assignment)
-        self.proc = subprocess.Popen(limits.limited(command(self.course), timeout),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, cwd=Path("/"))
+        self._closed = threading.Event()
+        started: Future = Future()
+        threading.Thread(target=self._own, args=(limits.limited(command(self.course), timeout),
+                                                 started),
+                         daemon=True, name="torch-probe-owner").start()
+        self.proc: subprocess.Popen = started.result()  # what Popen raised, raised here
+
+    def _own(self, line: list[str], started: Future) -> None:
+        try:
+            started.set_result(subprocess.Popen(line, stdin=subprocess.PIPE,
+                                                stdout=subprocess.PIPE,
+                                                stderr=subprocess.PIPE, cwd=Path("/")))
+        except BaseException as exc:  # noqa: BLE001 - handed to the constructor
+            started.set_exception(exc)
+            return
+        self._closed.wait()
 
     def close(self) -> None:
-        """Kill the process if it still runs; remove the course copy."""
+        """Kill the process if it still runs; remove the course copy; let the owner end."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.communicate()
         shutil.rmtree(self.course, ignore_errors=True)
+        self._closed.set()
 
 
 # At most one process started ahead (``check``: one notebook), taken by the next run().
@@ -62,9 +82,13 @@ def spawn_ahead(assignment: str, timeout: float) -> None:
 def _take(assignment: str, timeout: float) -> _Started:
     """The process started ahead for ``assignment``, or a new one."""
     with _AHEAD_LOCK:
-        found = [s for s in _AHEAD if s.assignment == assignment and s.proc.poll() is None]
+        found = [s for s in _AHEAD if s.assignment == assignment]
         _AHEAD[:] = [s for s in _AHEAD if s not in found]
-    return found[0] if found else _Started(assignment, timeout)
+    for started in found:
+        if started.proc.poll() is None:
+            return started
+        started.close()  # ended before its request (killed): its course copy goes
+    return _Started(assignment, timeout)
 
 
 def run(cells: list[str], calls: list[dict], timeout: float,

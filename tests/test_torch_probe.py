@@ -5,10 +5,15 @@ for another assignment is not taken, and none is left running."""
 
 from __future__ import annotations
 
+import threading
+import time
+from pathlib import Path
+
 import pytest
 import torch
 
 from autograder import torch_probe_process
+from autograder.sandbox import descendants, sandbox_error
 from autograder.checks.ex05._probe_calls import request_node
 
 A = "ex05_torch_attention"
@@ -60,3 +65,27 @@ def test_a_process_for_another_assignment_is_not_taken(started):
     assert started[0].proc.poll() is None                            # ex07's still waits
     started[0].close()
     assert started[0].proc.returncode is not None and not started[0].course.exists()
+
+
+def _spawn_then_end_when_python_runs() -> None:
+    """spawn_ahead, then end this thread once Python runs in the sandbox (bubblewrap has set
+    its parent-death signal by then: it is the thread that started it that it follows)."""
+    torch_probe_process.spawn_ahead(A, 60)
+    pid = torch_probe_process._AHEAD[0].proc.pid
+    while not any(b"python" in Path(f"/proc/{p}/cmdline").read_bytes()
+                  for p in descendants(pid) if Path(f"/proc/{p}/cmdline").exists()):
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(sandbox_error() is not None, reason="no bubblewrap here: nothing follows the "
+                    "starting thread")
+def test_a_process_started_by_a_thread_that_ended_still_waits(started):
+    """check starts it from its head-start thread, which ends soon after: the process
+    outlives that thread (bubblewrap's --die-with-parent follows the thread that started it)
+    and is the one that runs."""
+    thread = threading.Thread(target=_spawn_then_end_when_python_runs)
+    thread.start()
+    thread.join()
+    time.sleep(0.2)  # a parent-death signal, had there been one, is delivered by now
+    answer = torch_probe_process.run(CELLS, calls(), timeout=60, assignment=A)
+    assert doubled(answer) == [2.0, 5.0] and len(started) == 1       # the one started ahead
