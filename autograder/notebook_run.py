@@ -13,7 +13,9 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-from autograder import check_kernel, torch_probe_process
+from autograder import check_kernel, probe, torch_probe_process
+from autograder.checker import setup_and_solution_cells
+from autograder.python_only import BANNED_MODULES
 from autograder.trusted_tests import TrustedTests
 from autograder.verdicts import Execution, grade_id
 
@@ -129,12 +131,16 @@ def _head_start(assignment: str, nb: nbformat.NotebookNode, timeout: int) -> Non
     """While the kernel runs the learner's first cells: start the process a check needs
     (:data:`_BEFORE_CHECKS`), import the exercise's checks (and what they import: torch for
     ex05 and ex07, about a second) and start what they can do from the notebook's source
-    alone (a checks module's ``prefetch``: ex01's and ex05's probes). Only a head start:
+    alone (ex01's standard-library probe, its ``PROBE_CALLS``; a checks module's
+    ``prefetch``: ex05's probe). Only a head start:
     when it fails, the tests import and compute as they would have."""
     try:
         if assignment in _BEFORE_CHECKS:
             _BEFORE_CHECKS[assignment](assignment, timeout)
         checks = importlib.import_module(f"autograder.checks.{assignment.split('_')[0]}")
+        if hasattr(checks, "PROBE_CALLS"):  # its test's standard-library run (ex01)
+            probe.prefetch(setup_and_solution_cells(nb), checks.PROBE_CALLS, BANNED_MODULES,
+                           timeout)
         if hasattr(checks, "prefetch"):
             checks.prefetch(nb, timeout)
     except Exception:  # noqa: BLE001, S110 - nothing is lost: the tests do the work themselves

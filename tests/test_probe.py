@@ -12,6 +12,7 @@ import pytest
 from autograder import notebook_run, probe, wire
 from autograder.checker import setup_and_solution_cells
 from autograder.checks import ex01
+from autograder.python_only import BANNED_MODULES
 from autograder.notebook import put_hidden_tests_back
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -68,5 +69,4 @@ def test_ex01_check_takes_the_probe_it_started(counted, tmp_path):
                 == "test_pure_python")
     assert not [o for o in test.outputs if o.output_type == "error"], test.outputs
     cells = setup_and_solution_cells(nb)
-    assert probe._request(cells, ex01._probe_calls(ex01.PROBE_SEED),
-                          tuple(ex01.BANNED_MODULES)) == counted[0]
+    assert probe._request(cells, ex01.PROBE_CALLS, BANNED_MODULES) == counted[0]

@@ -5,15 +5,13 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from autograder import probe
-from autograder.checker import setup_and_solution_cells, without_libraries
+from autograder.checker import without_libraries
 from autograder.remote import Remote
 from autograder.checks import knowledge as _knowledge  # bound now: private in the kernel
 from autograder.diagnose_python import attention_hint, exception_hint, softmax_hint
 from autograder.reference import python_attention as ref
 from autograder.testing import call_learner as _call
 from autograder.testing import (
-    BANNED_MODULES,
     assert_close,
     explain,
     check_list_of_floats,
@@ -159,12 +157,10 @@ def _probe_calls(seed: int) -> list[tuple[str, tuple]]:
     return [("softmax", (row,)), ("scaled_dot_product_attention", (Q, K, V))]
 
 
-def prefetch(notebook, timeout: float) -> None:
-    """What ``check`` starts before the kernel runs the learner's cells: the
-    standard-library run of :func:`uses_no_array_library` (it needs only the cells' source;
-    its test then finds the answer ready or under way)."""
-    probe.prefetch(setup_and_solution_cells(notebook), _probe_calls(PROBE_SEED),
-                   BANNED_MODULES, timeout)
+# The calls uses_no_array_library makes in the standard-library probe (autograder.probe):
+# ``check`` starts that run from the notebook's source while the kernel boots
+# (autograder.notebook_run), and the test takes it.
+PROBE_CALLS = _probe_calls(PROBE_SEED)
 
 
 def uses_no_array_library(softmax: Callable, attention: Callable,
