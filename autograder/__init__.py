@@ -163,9 +163,10 @@ The grader's machinery (never in the learner's kernel):
   trusted checker, one serving kernel cell each (grading's executor and ``check``'s cell
   loop use it; it needs no part of nbgrader); what stopped the cells, kept in the
   autograded notebook's metadata.
-- :mod:`~autograder.check_kernel` (62 lines): the kernel ``check`` starts
-  first, before it imports the rest (jupyter_client only), and stops promptly.
-- :mod:`~autograder.notebook_run` (132 lines): ``check``'s run of a
+- :mod:`~autograder.check_kernel` (131 lines): the kernel ``check`` starts
+  first, before it imports the rest (jupyter_client only), on Unix sockets; replaced when it
+  dies before it answers; stopped promptly.
+- :mod:`~autograder.notebook_run` (150 lines): ``check``'s run of a
   notebook, cell by cell, the tests by the trusted checker.
 - :mod:`~autograder.nbgrader_settings` (111 lines): the course's
   nbgrader settings (``nbgrader_config.py`` and ``grade``).

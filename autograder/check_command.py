@@ -72,7 +72,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     answer is filled in (points that depend on hidden tests or on the instructor are still
     pending then); 1 when a test failed or timed out, a code cell has an error or a written
     answer is empty; 2 when the notebook cannot be checked (no such file, not a notebook,
-    no test cells, the notebook of another assignment).
+    no test cells, the notebook of another assignment, no Python kernel would start).
     """
     path = _one_notebook_in(Path(args.notebook))
     if not path.is_file():
@@ -126,8 +126,12 @@ def _check(args: argparse.Namespace, path: Path, kernel) -> int:
     whole = not args.visible_only and _hidden_tests_here(assignment)
     if whole and not source:  # the open repository: every test whole, as grading runs it
         nbk.put_hidden_tests_back(nb, assignment)
-    execution = notebook_run.execute(nb, path.resolve().parent, timeout=args.timeout,
-                                     kernel=kernel, assignment=assignment if whole else "")
+    try:
+        execution = notebook_run.execute(nb, path.resolve().parent, timeout=args.timeout,
+                                         kernel=kernel, assignment=assignment if whole else "")
+    except check_kernel.KernelStartError as exc:  # no learner's code ran: nothing to judge
+        print(f"error: {path} could not be checked: {exc}. Check it again.", file=sys.stderr)
+        return 2
     rows = nbk.results(nb, hidden, execution,
                        explanations=_explanations(assignment) if whole or source else None)
     if not any(nbk.is_test_cell(c) for c in nb.cells):

@@ -10,15 +10,30 @@ check, less two things a check never uses: its debugger (debugpy and pydevd, abo
 imports; the kernel then tells a front end it has none) and its history file (nbclient
 keeps history in memory too). Stopping it waits for the killed process in steps of 5 ms,
 not jupyter_client's 100 ms.
+
+On Linux and macOS the kernel talks over Unix sockets (ZMQ's ``ipc`` transport) in a folder
+of its own, as grading's kernels do: over TCP, jupyter_client picks free ports, closes them
+and hands them to the kernel, and another process starting at the same moment can take one
+first (jupyter_client issue 154; a CI failure of this course), so the kernel exits with
+"Address already in use". Where TCP remains (Windows, or a temporary folder whose path is
+too long for a socket) and for any other death before the kernel answers,
+:func:`ready_client` starts a fresh kernel: no learner's code has run then.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
+
+from autograder.scratch import scratch_dir
+
+_SOCKET_PATH = 100  # characters, below macOS's limit (104) for a Unix socket's path
+STARTS = 3  # kernels started, in all, before the check gives up (:func:`ready_client`)
 
 # ipykernel's launcher, with debugpy unimportable: ipykernel.debugger then sets
 # _is_debugpy_available = False instead of importing it.
@@ -26,8 +41,30 @@ _LAUNCH = ("import sys; sys.modules['debugpy'] = None; sys.argv[0] = 'ipykernel_
            "from ipykernel.kernelapp import launch_new_instance; launch_new_instance()")
 
 
+class KernelStartError(RuntimeError):
+    """No kernel answered: each of :data:`STARTS` kernels died, or one did not answer
+    within the start-up time. The message says which, for the learner."""
+
+
 class CheckKernelManager(AsyncKernelManager):
-    """jupyter_client's kernel manager, starting :data:`_LAUNCH` and stopping promptly."""
+    """jupyter_client's kernel manager, starting :data:`_LAUNCH` and stopping promptly;
+    ``started_in`` holds :func:`launch`'s arguments, so that a kernel that died before it
+    answered can be started again (:func:`ready_client`)."""
+
+    started_in: tuple[Path, tuple[str, ...]] = (Path("."), ())
+    sockets: Path | None = None  # the folder of its ipc sockets and connection file
+
+    def use_unix_sockets(self) -> None:
+        """Talk over ``ipc`` sockets in a new temporary folder, where Unix sockets exist and
+        the folder's path is short enough for them; else stay on TCP."""
+        if os.name != "posix":
+            return
+        folder = scratch_dir("autograder-check-kernel-")  # a killed check's is swept later
+        if len(str(folder / "kernel-65535")) > _SOCKET_PATH:
+            folder.rmdir()
+            return
+        self.sockets, self.transport = folder, "ipc"
+        self.ip, self.connection_file = str(folder / "kernel"), str(folder / "kernel.json")
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         """``python -c <launcher> -f <connection file> <extra arguments>``."""
@@ -39,6 +76,11 @@ class CheckKernelManager(AsyncKernelManager):
         # every check.
         await super()._async_wait(pollinterval=min(pollinterval, 0.005))
 
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if self.sockets is not None and not restart:
+            shutil.rmtree(self.sockets, ignore_errors=True)
+
 
 def launch(cwd: Path, preload: tuple[str, ...] = ()) -> CheckKernelManager:
     """Start a kernel in the folder ``cwd`` without waiting for it to be ready; it imports
@@ -49,10 +91,37 @@ def launch(cwd: Path, preload: tuple[str, ...] = ()) -> CheckKernelManager:
     Raises what jupyter_client raises when no kernel can be started (no ipykernel).
     """
     km = CheckKernelManager(kernel_name="python3")
+    km.use_unix_sockets()
     arguments = ["--log-level=ERROR", "--HistoryManager.hist_file=:memory:"] + [
         f"--IPKernelApp.exec_lines=__import__({name!r}) and None" for name in preload]
+    km.started_in = (Path(cwd), tuple(preload))
     run_sync(km.start_kernel)(extra_arguments=arguments, cwd=str(Path(cwd).resolve()))
     return km
+
+
+def ready_client(make_client, km: CheckKernelManager):
+    """``make_client(km)`` (an nbclient client whose ``km`` is ``km``) once the kernel has
+    answered; when the kernel died first, a fresh kernel (on fresh sockets), up to
+    :data:`STARTS` kernels in all.
+
+    Raises :class:`KernelStartError` when none answered.
+    """
+    for start in range(1, STARTS + 1):
+        client = make_client(km)
+        try:
+            client.start_new_kernel_client()  # waits for the kernel's kernel_info reply
+            return client
+        except TimeoutError as exc:
+            stop(km)
+            raise KernelStartError(f"the Python kernel did not answer within "
+                                   f"{client.startup_timeout} s ({exc})") from exc
+        except RuntimeError as exc:  # "Kernel died before replying to kernel_info"
+            stop(km)
+            died = exc
+            if start < STARTS:
+                km = launch(*km.started_in)
+    raise KernelStartError(f"the Python kernel died as it started, {STARTS} times ({died}); "
+                           f"run `python -m ipykernel` to see why") from died
 
 
 def stop(km: CheckKernelManager) -> None:

@@ -72,9 +72,12 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
     Errors are kept as outputs. A cell still running after ``timeout`` seconds is
     interrupted and recorded in ``Execution.timed_out``; when the kernel does not answer
     the interrupt, or dies, the remaining cells are recorded as not run.
+
+    Raises :class:`autograder.check_kernel.KernelStartError` when no kernel started.
     """
     record = Execution(timeout=timeout)
-    client = _client(nb, kernel or check_kernel.launch(cwd), timeout)
+    client = check_kernel.ready_client(lambda km: _client(nb, km, timeout),
+                                       kernel or check_kernel.launch(cwd))
     client.record = record
     client.stopped = []  # what stopped its cells: TrustedTests notes a test's time limit
     tests = TrustedTests(client, nb, assignment) if assignment else None
