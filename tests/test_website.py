@@ -1,6 +1,8 @@
 """The website as a reader meets it: in a real browser (headless Chromium), offline.
 
-Every page opens from _build/html with no console error and no request to any other host;
+Each page is opened once per view (390 and 1280 px, light and dark; the ``views`` fixture)
+and every test below reads what that open found. Every page opens from _build/html with no
+console error and no request to any other host;
 mathematics is typeset by the MathJax served from the site; images load and carry alt
 text; chapters and exercises have download and launch buttons, and the download menu's .ipynb item
 saves the notebook (a download event with its name and the built file's bytes) from a server
@@ -152,34 +154,72 @@ def settle(page) -> None:
         .map(a => a.finished.catch(() => null)))""")
 
 
-def test_every_page_in_a_browser(built_book, browser):
-    problems = []
+PAGE_FACTS = """() => {
+  const c = document.querySelector('main') || document.body, copy = c.cloneNode(true);
+  copy.querySelectorAll('pre, code, script, style, mjx-container, .highlight')
+    .forEach(e => e.remove());
+  return {theme: document.documentElement.dataset.theme,
+          math: document.querySelectorAll('.math').length,
+          typeset: document.querySelectorAll('mjx-container').length,
+          text: copy.innerText,
+          images: Array.from(document.querySelectorAll('main img')).map(
+            i => ({src: i.getAttribute('src'), w: i.naturalWidth, alt: i.getAttribute('alt')})),
+          downloads: Array.from(document.querySelectorAll('.dropdown-download-buttons a'))
+            .map(a => a.getAttribute('href')),
+          launches: Array.from(document.querySelectorAll('.dropdown-launch-buttons a'))
+            .map(a => a.innerText.trim())};
+}"""
+
+
+@pytest.fixture(scope="module")
+def views(built_book, browser) -> dict[tuple[str, int, str], dict]:
+    """Every page opened once in each of :data:`VIEWS`, as a reader's browser shows it:
+    {(page, width, scheme): what the page tests below assert on}: console errors, requests
+    to other hosts, the facts of :data:`PAGE_FACTS`, :data:`LAYOUT`'s findings and, at
+    1280 px in both schemes, axe-core's violations. A screenshot of each view goes to
+    _build/screenshots/<page>-<width>-<scheme>.png. One open per view serves every test
+    (they took 4 opens of each page before, in separate tests)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    seen = {}
     for path in pages(built_book):
         name = str(path.relative_to(built_book))
-        page, errors, foreign = open_page(browser, path)
-        if errors:
-            problems.append(f"{name}: console errors {errors[:3]}")
-        if foreign:
-            problems.append(f"{name}: requests to other hosts {foreign[:3]}")
-        has_math = page.evaluate("() => document.querySelectorAll('.math').length")
-        typeset = page.evaluate("() => document.querySelectorAll('mjx-container').length")
-        if has_math and not typeset:
-            problems.append(f"{name}: {has_math} formulas but nothing typeset by MathJax")
-        text = page.evaluate("""() => { const c = document.querySelector('main') ||
-            document.body; const copy = c.cloneNode(true);
-            copy.querySelectorAll('pre, code, script, style, mjx-container, .highlight')
-                .forEach(e => e.remove()); return copy.innerText; }""")
-        raw = RAW_MATH.findall(text)
+        for width, height, scheme in VIEWS:
+            page, errors, foreign = open_page(browser, path, width, height, scheme)
+            facts = page.evaluate(PAGE_FACTS)
+            # copies: axe's own requests for the style sheets (blocked from file: pages) are
+            # not the page's
+            facts.update(errors=list(errors), foreign=list(foreign), layout=page.evaluate(LAYOUT))
+            stem = name.removesuffix(".html").replace("/", "_")
+            facts["screenshot"] = SCREENSHOTS / f"{stem}-{width}-{scheme}.png"
+            page.screenshot(path=str(facts["screenshot"]), full_page=False)
+            if width >= 1200 and AXE.is_file():  # the rules do not depend on the width
+                facts["axe"] = axe_violations(page, AXE)  # (colours do on the scheme)
+            page.context.close()
+            seen[name, width, scheme] = facts
+    return seen
+
+
+def test_every_page_in_a_browser(views):
+    """No console error and no request to another host in any view; formulas typeset by
+    MathJax, no raw TeX; images load and have alt text."""
+    problems = []
+    for (name, width, scheme), f in views.items():
+        where = f"{name} at {width} px {scheme}"
+        if f["errors"]:
+            problems.append(f"{where}: console errors {f['errors'][:3]}")
+        if f["foreign"]:
+            problems.append(f"{where}: requests to other hosts {f['foreign'][:3]}")
+        if f["math"] and not f["typeset"]:
+            problems.append(f"{where}: {f['math']} formulas but nothing typeset by MathJax")
+        raw = RAW_MATH.findall(f["text"])
         if raw:
-            problems.append(f"{name}: untypeset mathematics {raw[:3]}")
-        images = page.evaluate("""() => Array.from(document.querySelectorAll('main img')).map(
-            i => ({src: i.getAttribute('src'), w: i.naturalWidth, alt: i.getAttribute('alt')}))""")
-        for img in images:
+            problems.append(f"{where}: untypeset mathematics {raw[:3]}")
+        for img in f["images"]:
             if not img["w"]:
-                problems.append(f"{name}: image {img['src']} did not load")
+                problems.append(f"{where}: image {img['src']} did not load")
             if not (img["alt"] or "").strip():
-                problems.append(f"{name}: image {img['src']} has no alt text")
-        page.context.close()
+                problems.append(f"{where}: image {img['src']} has no alt text")
+    assert len(views) == len(VIEWS) * len({name for name, _, _ in views}) > 0
     assert not problems, "\n".join(problems)
 
 
@@ -197,41 +237,35 @@ def axe_violations(page, script: Path) -> list[dict]:
     return page.evaluate(AXE_RUN, AXE_TAGS)
 
 
-def test_axe_finds_no_wcag_violation_in_light_or_dark(built_book, browser, axe_script):
+def test_axe_finds_no_wcag_violation_in_light_or_dark(views, axe_script):
     """axe-core (WCAG 2.0 and 2.1, levels A and AA) on every page, after MathJax has typeset
     it, in the light and the dark colour scheme: no violation. Each one is listed with its
     rule and up to three of its elements, with axe's summary of what fails."""
     problems = []
-    for path in pages(built_book):
-        name = str(path.relative_to(built_book))
-        for scheme in ("light", "dark"):
-            page, _, _ = open_page(browser, path, color_scheme=scheme)
-            theme = page.evaluate("() => document.documentElement.dataset.theme")
-            assert theme == scheme, (name, scheme, theme)
-            for v in axe_violations(page, axe_script):
-                problems.append(f"{name} ({scheme}): {v['id']}, {len(v['nodes'])} element(s)")
-                problems += [f"    {n['target']}: {' '.join((n['summary'] or '').split())}"
-                             for n in v["nodes"][:3]]
-            page.context.close()
+    checked = {(name, scheme) for (name, _, scheme), f in views.items() if "axe" in f}
+    assert checked == {(name, scheme) for name, _, scheme in views}, "a page or scheme unchecked"
+    for (name, width, scheme), f in views.items():
+        assert f["theme"] == scheme, (name, width, scheme, f["theme"])
+        for v in f.get("axe", []):
+            problems.append(f"{name} ({scheme}): {v['id']}, {len(v['nodes'])} element(s)")
+            problems += [f"    {n['target']}: {' '.join((n['summary'] or '').split())}"
+                         for n in v["nodes"][:3]]
     assert not problems, "\n".join(problems)
 
 
-def test_chapters_and_exercises_have_download_and_launch_buttons(built_book, browser):
-    targets = sorted((built_book / "chapters").glob("*.html")) + \
-        sorted((built_book / "exercises").rglob("*.html"))
+def test_chapters_and_exercises_have_download_and_launch_buttons(built_book, views):
+    targets = [str(p.relative_to(built_book)) for p in
+               sorted((built_book / "chapters").glob("*.html")) +
+               sorted((built_book / "exercises").rglob("*.html"))]
     assert targets
-    for path in targets:
-        page, _, _ = open_page(browser, path)
-        downloads = page.evaluate("""() => Array.from(document.querySelectorAll(
-            '.dropdown-download-buttons a')).map(a => a.getAttribute('href'))""")
-        launches = page.evaluate("""() => Array.from(document.querySelectorAll(
-            '.dropdown-launch-buttons a')).map(a => a.innerText.trim())""")
-        page.context.close()
-        assert any(h and h.endswith(".ipynb") for h in downloads), (path.name, downloads)
+    for name in targets:
+        f = views[name, 1280, "light"]
+        downloads, launches = f["downloads"], f["launches"]
+        assert any(h and h.endswith(".ipynb") for h in downloads), (name, downloads)
         for service in ("Binder", "Colab"):
-            assert any(service in t for t in launches), (path.name, service, launches)
+            assert any(service in t for t in launches), (name, service, launches)
         # no button to a placeholder host: JupyterHub appears only when _config.yml names one
-        assert not any("JupyterHub" in t for t in launches), (path.name, launches)
+        assert not any("JupyterHub" in t for t in launches), (name, launches)
 
 
 class _JsonNotebooks(http.server.SimpleHTTPRequestHandler):
@@ -365,34 +399,24 @@ def test_screenshots(built_book, browser):
             assert not errors, (name, label, errors)
 
 
-def test_layout_on_every_page_at_phone_and_desktop_width(built_book, browser):
+def test_layout_on_every_page_at_phone_and_desktop_width(views):
     """390 px and 1280 px, light and dark: no sideways page scroll; display equations that do
     not fit scroll with a visible cue (shadow and scrollbar); code fits the column at 1280 px;
     no raw labels or ASCII stand-ins in captions, no doubled brackets around equation
     numbers. Screenshots of every page go to _build/screenshots/<page>-<width>-<scheme>.png."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     problems = []
-    for path in pages(built_book):
-        name = str(path.relative_to(built_book))
-        for width, height, scheme in VIEWS:
-            page, errors, _ = open_page(browser, path, width, height, scheme)
-            where = f"{name} at {width} px {scheme}"
-            r = page.evaluate(LAYOUT)
-            if r["overflow"] > 0:
-                problems.append(f"{where}: the page scrolls sideways by {r['overflow']} px")
-            problems += [f"{where}: display equation cut off without a scroll cue: {e}"
-                         for e in r["equations"]]
-            problems += [f"{where}: code block wider than the column: {c}" for c in r["code"]]
-            problems += [f"{where}: raw label in caption: {c.strip()[:100]}"
-                         for c in r["captions"] if RAW_LABEL.search(c)]
-            problems += [f"{where}: doubled brackets: {b}" for b in r["brackets"]]
-            if errors:
-                problems.append(f"{where}: console errors {errors[:2]}")
-            stem = name.removesuffix(".html").replace("/", "_")
-            out = SCREENSHOTS / f"{stem}-{width}-{scheme}.png"
-            page.screenshot(path=str(out), full_page=False)
-            page.context.close()
-            assert out.stat().st_size > 5_000, out
+    for (name, width, scheme), f in views.items():
+        where, r = f"{name} at {width} px {scheme}", f["layout"]
+        if r["overflow"] > 0:
+            problems.append(f"{where}: the page scrolls sideways by {r['overflow']} px")
+        problems += [f"{where}: display equation cut off without a scroll cue: {e}"
+                     for e in r["equations"]]
+        problems += [f"{where}: code block wider than the column: {c}" for c in r["code"]]
+        problems += [f"{where}: raw label in caption: {c.strip()[:100]}"
+                     for c in r["captions"] if RAW_LABEL.search(c)]
+        problems += [f"{where}: doubled brackets: {b}" for b in r["brackets"]]
+        assert f["screenshot"].stat().st_size > 5_000, f["screenshot"]
+    assert {width for _, width, _ in views} == {390, 1280}
     assert not problems, "\n".join(problems)
 
 
