@@ -22,14 +22,19 @@ def pytest_collection_modifyitems(config, items):
     longer reads (``Node.nodeid`` is ``str(item._id)``); the groups were silently ignored and
     every class-level fixture (the book build, each test class's grading) ran once per
     worker. This appends the ``@group`` suffix xdist's scheduler splits on.
+
+    Every test that uses the built book (the ``built_book`` fixture, directly or through
+    another fixture) is put in the group ``book``, so one worker builds it; a test that
+    builds a book of its own, or needs none, is free to run on the other worker.
     """
     if not getattr(config.option, "loadgroup", False):
         return
     from _pytest import nodes
 
     for item in items:
-        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                        for m in item.iter_markers("xdist_group")})
+        names = {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                 for m in item.iter_markers("xdist_group")}
+        names = sorted(names | ({"book"} if "built_book" in item.fixturenames else set()))
         suffix = "@" + "_".join(names)
         if names and not item.nodeid.endswith(suffix) and hasattr(nodes, "coerce_node_id"):
             item._id = nodes.coerce_node_id(item.nodeid + suffix)

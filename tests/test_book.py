@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, run
 from test_chapter_claims import link_runtime
 
-pytestmark = [pytest.mark.book, pytest.mark.xdist_group("book")]
+pytestmark = pytest.mark.book  # the built_book users share one worker (conftest)
 
 JB = ["jupyter-book", "build", ".", "--builder", "html", "-W", "-n", "--keep-going"]
 

@@ -30,7 +30,7 @@ import pytest
 import yaml
 from conftest import REPO, run
 
-BOOK = [pytest.mark.book, pytest.mark.xdist_group("book")]
+BOOK = [pytest.mark.book]
 
 JB = ["jupyter-book", "build", ".", "--builder", "html", "-W", "-n", "--keep-going"]
 
@@ -338,7 +338,6 @@ def test_the_build_mutation_is_in_the_claims_table(name):
 
 
 @pytest.mark.book
-@pytest.mark.xdist_group("book")
 def test_unmutated_chapters_build(built_book):
     """Control for the mutations below: the book, unchanged, builds with every cell passing."""
     for name in CHAPTERS:
@@ -347,7 +346,6 @@ def test_unmutated_chapters_build(built_book):
 
 
 @pytest.mark.book
-@pytest.mark.xdist_group("book")
 def test_a_wrong_claim_in_any_chapter_breaks_the_build(tmp_path):
     """All seven chapters, each with one claim made wrong, in one mini book whose failed
     notebooks are reported instead of aborting the build (raise_on_error: false), so one
@@ -368,7 +366,6 @@ def test_a_wrong_claim_in_any_chapter_breaks_the_build(tmp_path):
 
 
 @pytest.mark.book
-@pytest.mark.xdist_group("book")
 @pytest.mark.parametrize("name", SEPARATE_BUILDS)
 def test_a_wrong_claim_breaks_the_build(name, tmp_path):
     claim, wrong = CHAPTERS[name]
@@ -394,7 +391,6 @@ MATH_CHAPTERS = {
 
 
 @pytest.mark.book
-@pytest.mark.xdist_group("book")
 @pytest.mark.parametrize("page", sorted(MATH_CHAPTERS))
 def test_math_chapter_is_rendered(page, built_book):
     exercise, theorems, output, alts = MATH_CHAPTERS[page]

@@ -26,7 +26,7 @@ from test_inpage import ANSWERS, ATTENTION, SOFTMAX
 
 A = "ex01_python_attention"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [pytest.mark.book, pytest.mark.xdist_group("book"),
+pytestmark = [pytest.mark.book,  # no group: they need no built book, so the other worker runs them
               pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")]
 TESTS = ["test_softmax_known_values", "test_softmax_stable", "test_softmax_empty",
          "test_attention_worked_example", "test_attention_matches_reference",

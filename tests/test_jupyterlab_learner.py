@@ -22,7 +22,7 @@ import pytest
 from conftest import REPO
 from test_jupyterlab_check import CHROMIUM, serve_lab
 
-pytestmark = [pytest.mark.book, pytest.mark.xdist_group("book"),
+pytestmark = [pytest.mark.book,  # no group: they need no built book, so the other worker runs them
               pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")]
 
 CHAPTER = "chapters/02_scaled_dot_product_attention.md"

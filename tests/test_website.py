@@ -28,7 +28,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 from conftest import REPO
 
-pytestmark = [pytest.mark.book, pytest.mark.xdist_group("book")]
+pytestmark = pytest.mark.book  # the built_book users share one worker (conftest)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SCREENSHOTS = REPO / "_build" / "screenshots"

@@ -26,7 +26,7 @@ from conftest import REPO
 from test_inpage import ANSWERS, ATTENTION, NO_MAX, SOFTMAX
 from test_website import CHROMIUM, browser  # noqa: F401 - the fixture
 
-pytestmark = [pytest.mark.book, pytest.mark.xdist_group("book")]
+pytestmark = pytest.mark.book  # the built_book users share one worker (conftest)
 
 CHAPTER = "chapters/02_scaled_dot_product_attention.html"
 EXERCISE = "exercises/ex01_python_attention/ex01_python_attention.html"
