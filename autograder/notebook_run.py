@@ -76,6 +76,9 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
     Raises :class:`autograder.check_kernel.KernelStartError` when no kernel started.
     """
     record = Execution(timeout=timeout)
+    if assignment:  # while the kernel boots (torch, for ex05 and ex07): the checks' head start
+        threading.Thread(target=_head_start, args=(assignment, nb, timeout), daemon=True,
+                         name="checks-head-start").start()
     client = check_kernel.ready_client(lambda km: _client(nb, km, timeout),
                                        kernel or check_kernel.launch(cwd))
     client.record = record
@@ -83,8 +86,6 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 60,
     tests = TrustedTests(client, nb, assignment) if assignment else None
     if tests is not None:
         tests.hide_after_hidden = False  # the learner's own machine: nothing to hide
-        threading.Thread(target=_head_start, args=(assignment, nb, timeout), daemon=True,
-                         name="checks-head-start").start()
     with client.setup_kernel():
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
