@@ -81,6 +81,10 @@ class CheckKernelManager(AsyncKernelManager):
         if self.sockets is not None and not restart:
             shutil.rmtree(self.sockets, ignore_errors=True)
 
+    # nbclient cleans up a kernel that died with ``cleanup_resources``, which
+    # AsyncKernelManager binds to the base class's coroutine, not to this override.
+    cleanup_resources = _async_cleanup_resources
+
 
 def launch(cwd: Path, preload: tuple[str, ...] = ()) -> CheckKernelManager:
     """Start a kernel in the folder ``cwd`` without waiting for it to be ready; it imports

@@ -123,6 +123,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self._zygote is not None:  # a fork of the warm sandbox's interpreter
             cwd = Path(kw.get("cwd") or os.getcwd()).resolve()
             run, name = self._zygote.prepare(cwd, self.assignment)
+            self._zygote_kernel = self._zygote.count  # what this manager may release
             self.scratch = None
         else:
             self.scratch = scratch_dir("autograder-kernel-")
@@ -197,6 +198,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         if proc is None:
             return []
         if isinstance(proc, ForkedKernel):
+            if proc.superseded():  # the sandbox's processes are another kernel's now
+                return []
             return [proc.pid] + [p for p in descendants(proc.zygote.pid) if p != proc.pid]
         return descendants(proc.pid)
 
@@ -258,6 +261,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         if not restart:
             self._remove_scratch()
 
+    # nbclient cleans up a kernel that died (os._exit, a crash, killed past its time limit)
+    # with ``cleanup_resources``, which AsyncKernelManager binds to the base class's
+    # coroutine: without this, a dead kernel's sandbox was released only by ``__del__``.
+    cleanup_resources = _async_cleanup_resources
+
     def _remove_scratch(self) -> None:
         watchdog = getattr(self, "_watchdog", None)
         if watchdog is not None:
@@ -267,7 +275,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         zygote = getattr(self, "_zygote", None)
         if zygote is not None:  # the kernel's leftovers killed, its files wiped
             self._zygote = None
-            zygote.release()
+            zygote.release(getattr(self, "_zygote_kernel", None))
         cgroup = getattr(self, "_cgroup", None)
         if cgroup is not None:  # after its tmpfs files are gone: nothing is left charged
             self._oom = cgroup.read_oom_kills() > 0 or getattr(self, "_oom", False)

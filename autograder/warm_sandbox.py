@@ -52,7 +52,13 @@ class ForkedKernel(PolledProcess):
 
     def __init__(self, zygote: Zygote, nspid: int, pid: int):
         self.zygote, self.nspid, self.pid = zygote, nspid, pid
+        self.kernel = zygote.count  # which kernel of the sandbox it is (Zygote.prepare)
         self.returncode = None
+
+    def superseded(self) -> bool:
+        """Whether the sandbox has since been prepared for another kernel: this one and all
+        it left were killed then, and what runs in the sandbox now is not its own."""
+        return self.zygote.count != self.kernel
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -64,7 +70,7 @@ class ForkedKernel(PolledProcess):
             self.zygote.changed.wait(0.05)
 
     def send_signal(self, signum: int) -> None:
-        if self.poll() is None:
+        if self.poll() is None and not self.superseded():
             try:
                 os.kill(self.pid, signum)
             except ProcessLookupError:
@@ -224,9 +230,12 @@ class Zygote:
         nspid = self._reply("pid")["pid"]
         return ForkedKernel(self, nspid, self._host_pid(self.pid, nspid))
 
-    def release(self) -> None:
-        """Kill what the last kernel left running; wipe every folder it could write."""
-        if not self.dirty:
+    def release(self, kernel: int | None = None) -> None:
+        """Kill what the last kernel left running; wipe every folder it could write.
+        ``kernel`` (the :attr:`count` of a kernel's :meth:`prepare`): only while that
+        kernel is the last prepared one. A kernel's manager cleaned up late (its
+        ``__del__``, at garbage collection) must not kill the next learner's kernel."""
+        if not self.dirty or (kernel is not None and kernel != self.count):
             return
         if self.alive():
             self.wait_ready()

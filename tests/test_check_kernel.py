@@ -38,6 +38,17 @@ def test_the_kernel_talks_over_unix_sockets_in_a_folder_it_removes(tmp_path):
     assert not km.sockets.exists()
 
 
+@pytest.mark.skipif(os.name != "posix", reason="Unix sockets")
+def test_a_notebook_whose_kernel_dies_leaves_no_socket_folder(tmp_path):
+    """nbclient cleans up a dead kernel with ``km.cleanup_resources()`` alone (bound by
+    AsyncKernelManager to the base class's coroutine): the folder goes then too."""
+    km = check_kernel.launch(tmp_path)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import os; os._exit(3)")])
+    record = notebook_run.execute(nb, tmp_path, timeout=60, kernel=km)
+    assert "the kernel died" in record.stopped_because
+    assert not km.sockets.exists()
+
+
 def test_a_kernel_whose_port_is_taken_is_replaced(tmp_path):
     """Over TCP (Windows), the port the kernel was given is held by another socket: that
     kernel exits with "Address already in use"; the run goes on in a fresh kernel and the

@@ -160,3 +160,72 @@ def test_a_sandbox_whose_python_cannot_start_says_so_at_once(monkeypatch):
     with pytest.raises(RuntimeError, match="did not start: it exited with status 1 before it "
                                            "was ready"):
         warm_sandbox.Zygote()
+
+
+def test_a_kernel_manager_cleaned_up_late_leaves_the_next_kernel_running(tmp_path):
+    """CI failure (robustness class, student warns_on_stderr: kernel-died in a hidden test):
+    a kernel's manager whose clean-up ran only at garbage collection (its ``__del__``) told
+    the warm sandbox to kill every process but its PID 1, after the sandbox had forked the
+    next learner's kernel, which died mid-test. A superseded manager now releases, signals
+    and counts nothing of the sandbox."""
+    import asyncio
+    import shutil
+    import signal
+
+    from autograder.sandboxed_kernel import SandboxedKernelManager
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    (tmp_path / "data.txt").write_text("x")
+
+    async def two_kernels():
+        first = SandboxedKernelManager(assignment=A)
+        await first.start_kernel(cwd=str(tmp_path))
+        second = SandboxedKernelManager(assignment=A)  # first's shutdown never ran
+        await second.start_kernel(cwd=str(tmp_path))
+        try:
+            kernel = second.provisioner.process
+            assert first.provisioner.process.zygote is kernel.zygote  # one warm sandbox
+            assert first._kernel_pids() == []
+            first.signal_now(signal.SIGKILL)
+            first.__del__()  # what garbage collection runs
+            await asyncio.sleep(0.3)
+            assert kernel.poll() is None, f"the next kernel died: status {kernel.poll()}"
+            assert kernel.pid in second._kernel_pids()
+            client = second.client()
+            client.start_channels()
+            await client.wait_for_ready(timeout=30)
+            reply = await client.execute_interactive("x = 6 * 7", timeout=30)
+            assert reply["content"]["status"] == "ok"
+            client.stop_channels()
+        finally:
+            await second.shutdown_kernel(now=True)
+
+    asyncio.run(two_kernels())
+
+
+def test_a_kernel_that_died_is_released_when_nbclient_cleans_up(tmp_path):
+    """nbclient cleans up a dead kernel (os._exit, a crash) with ``km.cleanup_resources()``
+    alone, which AsyncKernelManager bound to the base class's coroutine: the sandbox (its
+    leftovers killed, its folders wiped) was released only at garbage collection."""
+    import asyncio
+    import shutil
+    import signal
+
+    from autograder.sandboxed_kernel import SandboxedKernelManager
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+
+    async def dies():
+        km = SandboxedKernelManager(assignment=A)
+        await km.start_kernel(cwd=str(tmp_path))
+        zygote = km.provisioner.process.zygote
+        km.signal_now(signal.SIGKILL)
+        while await km.is_alive():
+            await asyncio.sleep(0.01)
+        await km.cleanup_resources()  # nbclient's _async_cleanup_kernel for a dead kernel
+        assert km._zygote is None and not zygote.dirty
+        assert not any((zygote.root / "work").iterdir())
+
+    asyncio.run(dies())
