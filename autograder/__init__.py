@@ -163,7 +163,9 @@ The grader's machinery (never in the learner's kernel):
   trusted checker, one serving kernel cell each (grading's executor and ``check``'s cell
   loop use it; it needs no part of nbgrader); what stopped the cells, kept in the
   autograded notebook's metadata.
-- :mod:`~autograder.check_kernel` (131 lines): the kernel ``check`` starts
+- :mod:`~autograder.check_early` (127 lines): ``check``'s kernel started before the
+  command imports anything else (the standard library only).
+- :mod:`~autograder.check_kernel` (154 lines): the kernel ``check`` starts (or adopts)
   first, before it imports the rest (jupyter_client only), on Unix sockets; replaced when it
   dies before it answers; stopped promptly.
 - :mod:`~autograder.notebook_run` (150 lines): ``check``'s run of a
@@ -177,8 +179,8 @@ The website and the command line:
 
 - :mod:`~autograder.inpage` (162 lines): code run in the website's own
   Python (Pyodide, in the reader's browser).
-- :mod:`~autograder.cli` (215 lines): ``python -m autograder``'s commands;
-  :mod:`~autograder.__main__` (10 lines) runs it; :mod:`~autograder.check_command` (183
+- :mod:`~autograder.cli` (223 lines): ``python -m autograder``'s commands;
+  :mod:`~autograder.__main__` (15 lines) runs it; :mod:`~autograder.check_command` (198
   lines): the ``check`` command.
 """
 

@@ -5,6 +5,11 @@ import sys
 # this command. Neither the notebook format's schema nor nbgrader's uses that format.
 sys.modules.setdefault("rfc3987_syntax", None)
 
+# check's kernel boots while the command imports the rest (autograder.check_early).
+from autograder.check_early import start  # noqa: E402
+
+early_kernel = start(sys.argv[1:])
+
 from autograder.cli import main  # noqa: E402
 
-raise SystemExit(main())
+raise SystemExit(main(early_kernel=early_kernel))

@@ -3,7 +3,9 @@
 The check waits for this kernel (Python, ipykernel and IPython: about half a second) more
 than for anything else, so :func:`launch` starts it before the command imports nbformat,
 nbclient or the trusted checker, which then load while the kernel boots; this module
-imports jupyter_client only. :func:`stop` kills the kernel once the notebook has run.
+imports jupyter_client only. Earlier still, before jupyter_client is imported (0.2 s),
+:mod:`autograder.check_early` starts the same kernel with the standard library, and
+:func:`launch` adopts it. :func:`stop` kills the kernel once the notebook has run.
 
 The kernel is ipykernel as the ``python3`` kernel starts it, on the interpreter running the
 check, less two things a check never uses: its debugger (debugpy and pydevd, about 60 ms of
@@ -30,15 +32,9 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
 
-from autograder.scratch import scratch_dir
+from autograder.check_early import LAUNCH, EarlyKernel, kernel_arguments, socket_folder
 
-_SOCKET_PATH = 100  # characters, below macOS's limit (104) for a Unix socket's path
 STARTS = 3  # kernels started, in all, before the check gives up (:func:`ready_client`)
-
-# ipykernel's launcher, with debugpy unimportable: ipykernel.debugger then sets
-# _is_debugpy_available = False instead of importing it.
-_LAUNCH = ("import sys; sys.modules['debugpy'] = None; sys.argv[0] = 'ipykernel_launcher'; "
-           "from ipykernel.kernelapp import launch_new_instance; launch_new_instance()")
 
 
 class KernelStartError(RuntimeError):
@@ -47,29 +43,46 @@ class KernelStartError(RuntimeError):
 
 
 class CheckKernelManager(AsyncKernelManager):
-    """jupyter_client's kernel manager, starting :data:`_LAUNCH` and stopping promptly;
+    """jupyter_client's kernel manager, starting :data:`autograder.check_early.LAUNCH` and stopping promptly;
     ``started_in`` holds :func:`launch`'s arguments, so that a kernel that died before it
     answered can be started again (:func:`ready_client`)."""
 
     started_in: tuple[Path, tuple[str, ...]] = (Path("."), ())
     sockets: Path | None = None  # the folder of its ipc sockets and connection file
 
-    def use_unix_sockets(self) -> None:
-        """Talk over ``ipc`` sockets in a new temporary folder, where Unix sockets exist and
-        the folder's path is short enough for them; else stay on TCP."""
-        if os.name != "posix":
-            return
-        folder = scratch_dir("autograder-check-kernel-")  # a killed check's is swept later
-        if len(str(folder / "kernel-65535")) > _SOCKET_PATH:
-            folder.rmdir()
+    _early: EarlyKernel | None = None  # the kernel to adopt instead of starting one
+
+    def use_unix_sockets(self, folder: Path | None = None) -> None:
+        """Talk over ``ipc`` sockets in ``folder`` or a new temporary one, where Unix
+        sockets exist and the folder's path is short enough for them; else stay on TCP."""
+        folder = folder or socket_folder()
+        if folder is None:
             return
         self.sockets, self.transport = folder, "ipc"
         self.ip, self.connection_file = str(folder / "kernel"), str(folder / "kernel.json")
 
+    def adopt(self, early: EarlyKernel) -> None:
+        """Take the kernel :func:`autograder.check_early.start` started, with its
+        connection file, instead of starting one."""
+        self.use_unix_sockets(early.sockets)
+        self.load_connection_file()
+        self._connection_file_written = True  # not rewritten: the kernel has read it
+        self._early = early
+
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         """``python -c <launcher> -f <connection file> <extra arguments>``."""
-        return [sys.executable, "-c", _LAUNCH, "-f", self.connection_file,
+        return [sys.executable, "-c", LAUNCH, "-f", self.connection_file,
                 *(extra_arguments or [])]
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        early, self._early = self._early, None
+        if early is None:
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            return
+        prov = self.provisioner  # what jupyter_client's LocalProvisioner.launch_kernel sets
+        prov.process, prov.pid, prov.cwd = early.proc, early.proc.pid, kw.get("cwd")
+        prov.pgid = os.getpgid(early.proc.pid) if early.proc.poll() is None else None
+        self._reconcile_connection_info(prov.connection_info)
 
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
         # The killed kernel is gone within milliseconds; the default step adds 100 ms to
@@ -86,20 +99,26 @@ class CheckKernelManager(AsyncKernelManager):
     cleanup_resources = _async_cleanup_resources
 
 
-def launch(cwd: Path, preload: tuple[str, ...] = ()) -> CheckKernelManager:
+def launch(cwd: Path, preload: tuple[str, ...] = (),
+           early: EarlyKernel | None = None) -> CheckKernelManager:
     """Start a kernel in the folder ``cwd`` without waiting for it to be ready; it imports
     the modules ``preload`` names (bound to no name: torch for the exercises whose checks
-    use it) as it starts. Hand it to :func:`autograder.notebook_run.execute` as
-    ``kernel``; :func:`stop` it when done.
+    use it) as it starts. ``early``: the kernel :mod:`autograder.check_early` started for
+    this command, taken when it runs in ``cwd`` with ``preload`` (else discarded). Hand it
+    to :func:`autograder.notebook_run.execute` as ``kernel``; :func:`stop` it when done.
 
     Raises what jupyter_client raises when no kernel can be started (no ipykernel).
     """
     km = CheckKernelManager(kernel_name="python3")
-    km.use_unix_sockets()
-    arguments = ["--log-level=ERROR", "--HistoryManager.hist_file=:memory:"] + [
-        f"--IPKernelApp.exec_lines=__import__({name!r}) and None" for name in preload]
-    km.started_in = (Path(cwd), tuple(preload))
-    run_sync(km.start_kernel)(extra_arguments=arguments, cwd=str(Path(cwd).resolve()))
+    cwd = Path(cwd).resolve()
+    if early is not None and (early.cwd, early.preload) == (cwd, tuple(preload)):
+        km.adopt(early)
+    else:
+        if early is not None:
+            early.discard()
+        km.use_unix_sockets()
+    km.started_in = (cwd, tuple(preload))
+    run_sync(km.start_kernel)(extra_arguments=kernel_arguments(tuple(preload)), cwd=str(cwd))
     return km
 
 

@@ -101,7 +101,9 @@ def cmd_similarity(args: argparse.Namespace) -> int:
                            common=args.common, top=args.top)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, early_kernel=None) -> int:
+    """Run the command ``argv`` (``sys.argv[1:]`` when None); ``early_kernel``: the kernel
+    :func:`autograder.check_early.start` started for it (``check``'s), or None."""
     # nbgrader runs helper programs (alembic) by name: keep this Python's bin/ on PATH.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
@@ -211,5 +213,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="pairs shown side by side in the report (default 50)")
     p.set_defaults(func=cmd_similarity)
 
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit:  # --help, a usage error: no check runs
+        if early_kernel is not None:
+            early_kernel.discard()
+        raise
+    args.early_kernel = early_kernel
     return args.func(args)

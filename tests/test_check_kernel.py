@@ -16,7 +16,7 @@ import pytest
 from conftest import run
 from jupyter_core.utils import run_sync
 
-from autograder import check_kernel, notebook_run
+from autograder import check_early, check_kernel, notebook_run
 
 EX01 = "ex01_python_attention"
 
@@ -69,7 +69,7 @@ def test_a_kernel_whose_port_is_taken_is_replaced(tmp_path):
 
 def test_kernels_that_always_die_give_a_clear_error(tmp_path, monkeypatch):
     """Every kernel exits as it starts: three are tried, then KernelStartError says so."""
-    monkeypatch.setattr(check_kernel, "_LAUNCH", "raise SystemExit(3)")
+    monkeypatch.setattr(check_kernel, "LAUNCH", "raise SystemExit(3)")
     started = []
     real = check_kernel.launch
     monkeypatch.setattr(check_kernel, "launch",
@@ -97,3 +97,51 @@ def test_check_says_no_kernel_started_without_a_traceback(tmp_path):
     assert "could not be checked: the Python kernel died as it started, 3 times" in \
         proc.stderr, proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("argv, notebook", [
+    (["check", "a.ipynb"], "a.ipynb"),
+    (["check", "--timeout", "5", "a.ipynb"], "a.ipynb"),
+    (["check", "a.ipynb", "--visible-only"], "a.ipynb"),
+    (["check", "--timeout=5", "a.ipynb"], "a.ipynb"),
+    (["check", "--help"], None),
+    (["check", "a.ipynb", "b.ipynb"], None),
+    (["check", "--timeout", "x", "a.ipynb"], None),
+    (["grade", "subs"], None),
+    ([], None),
+])
+def test_the_early_start_reads_only_a_check_of_one_notebook(argv, notebook):
+    found = check_early.notebook_of(argv)
+    assert (str(found) if found else None) == notebook
+
+
+@pytest.mark.skipif(os.name != "posix", reason="Unix sockets")
+def test_the_kernel_started_before_the_imports_is_the_one_that_runs(tmp_path):
+    """``python -m autograder check`` starts its kernel before it imports jupyter_client
+    (autograder.check_early); the check adopts that process and its sockets, and runs
+    the notebook there."""
+    path = tmp_path / "n.ipynb"
+    nbformat.write(_notebook(), path)
+    early = check_early.start(["check", str(path)])
+    assert early is not None and early.proc.poll() is None
+    km = check_kernel.launch(tmp_path, (), early=early)
+    assert km.provisioner.process is early.proc and km.sockets == early.sockets
+    nb = _notebook()
+    notebook_run.execute(nb, tmp_path, timeout=60, kernel=km)
+    assert nb.cells[0].outputs[0]["text"] == "42\n"
+    assert early.proc.poll() is not None and not early.sockets.exists()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="Unix sockets")
+def test_an_early_kernel_for_another_folder_is_discarded(tmp_path):
+    path = tmp_path / "n.ipynb"
+    nbformat.write(_notebook(), path)
+    early = check_early.start(["check", str(path)])
+    other = tmp_path / "other"
+    other.mkdir()
+    km = check_kernel.launch(other, (), early=early)
+    try:
+        assert early.proc.poll() is not None and not early.sockets.exists()
+        assert km.provisioner.process is not early.proc
+    finally:
+        check_kernel.stop(km)
