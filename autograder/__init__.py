@@ -41,8 +41,8 @@ In the learner's kernel (:data:`autograder.sandbox.KERNEL_FILES` lists what it g
   (161 lines): its commands on a learner's torch module (facts, parameters, hooks).
 - :mod:`~autograder.kernel_launch` (32 lines): starts a grading kernel
   in the sandbox.
-- :mod:`~autograder.kernel_zygote` (253 lines): a warm source of
-  grading kernels, forked one per notebook.
+- :mod:`~autograder.kernel_zygote` (300 lines): a warm source of
+  grading kernels, forked one per notebook (and of ex05's probes).
 - :mod:`~autograder.rust` (131 lines): ``%%rust`` cells: safe Rust compiled with
   rustc and called from Python (the magic, ``compile_rust``, ``load``). Its parts:
   :mod:`~autograder.rust_source` (172 lines): the signatures, a crate's files and their
@@ -127,14 +127,15 @@ The grader's machinery (never in the learner's kernel):
   kernel gets), what managers share.
 - :mod:`~autograder.scratch` (60 lines): scratch folders named after their process;
   a killed grader's are removed by the next one.
-- :mod:`~autograder.warm_sandbox` (289 lines): the warm sandbox that forks one
-  kernel per notebook (``Zygote``), this process's one.
+- :mod:`~autograder.warm_sandbox` (249 lines): the warm sandbox that forks one
+  kernel per notebook (``Zygote``); :mod:`~autograder.warm_zygotes` (75 lines): this
+  process's warm sandboxes, the kernels' and ex05's probes'.
 - :mod:`~autograder.sandboxed_kernel` (284 lines): the kernel manager nbclient
   uses: a kernel started in the sandbox or forked warm, its memory capped.
 - :mod:`~autograder.torch_probe` (219 lines): ex05's probe: torch with its
   attention switched off, then the learner's cells (the script; its sandbox);
-  :mod:`~autograder.torch_probe_process` (103 lines): its process started (ahead, for
-  ``check``) and its answer read.
+  :mod:`~autograder.torch_probe_process` (194 lines): its process started (ahead, for
+  ``check``; forked warm, in grading) and its answer read.
 - :mod:`~autograder.probe` (181 lines): a learner's cells run again in a Python
   with the standard library only; a run started ahead (``check``) taken by its test.
 - :mod:`~autograder.peak_probe` (264 lines): ex06's peak memory of one

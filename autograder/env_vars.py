@@ -72,8 +72,8 @@ SOLUTIONS = EnvVar(
     "release read the notebooks there.")
 WARM_KERNELS = EnvVar(
     "AUTOGRADER_WARM_KERNELS",
-    "\"0\" starts one new sandbox and interpreter per notebook instead of the warm kernels "
-    "forked from a prepared process.")
+    "\"0\" starts one new sandbox and interpreter per notebook (and per ex05 probe) instead "
+    "of the warm kernels (and probes) forked from a prepared process.")
 
 ALL = (ASSIGNMENT, BWRAP, CGROUP, IN_NOTEBOOK_CHECK, PROFILE, RUST_CACHE, RUST_GRADER_CACHE,
        SANDBOX, SANDBOX_RO, SOLUTIONS, WARM_KERNELS)

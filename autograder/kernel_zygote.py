@@ -15,7 +15,9 @@ sandbox's PID 1, ``--as-pid-1``), before any learner code runs, this process:
      closes the connection, takes ``env`` as its whole environment, changes to ``cwd`` and
      runs :mod:`autograder.kernel_launch` (ipykernel) as ``__main__``, just as
      ``python -m autograder.kernel_launch ARGV`` would, only without Python's start-up and
-     the imports. Answer: ``{"pid": PID}`` (its PID in the sandbox);
+     the imports. Answer: ``{"pid": PID}`` (its PID in the sandbox). With ``"probe":
+     {"source", "request", "answer", "cpu"}``, the child runs ex05's probe script instead
+     (:func:`_probe`; the probes' warm sandbox, which holds no kernel);
    - ``{"clean": true}``: kill every other process of the sandbox (the kernel's leftovers:
      background processes, daemons), wait for them, remove everything in ``/tmp`` and
      ``/dev/shm`` and the System V IPC objects. Answer: ``{"clean": N}`` (processes killed).
@@ -165,6 +167,8 @@ def _child(conn: socket.socket, wake: tuple[int, int], request: dict) -> None:
         if "torch" in sys.modules:
             sys.modules["torch"].seed()
         importlib.invalidate_caches()  # the course package is a fresh copy
+        if "probe" in request:
+            _probe(request["probe"])  # ends the process
         sys.argv = ["autograder.kernel_launch", *request["argv"]]
         runpy.run_module("autograder.kernel_launch", run_name="__main__", alter_sys=True)
         code = 0
@@ -183,6 +187,33 @@ def _child(conn: socket.socket, wake: tuple[int, int], request: dict) -> None:
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _probe(probe: dict) -> None:
+    """In a forked probe (ex05's, from the probes' warm sandbox): run ``probe["source"]``
+    (:data:`autograder.torch_probe.RUNNER`, sent by the grader) as ``python -I -c`` runs it
+    in a fresh probe process, under a CPU limit of ``probe["cpu"]`` seconds, with the
+    request file on stdin, the answer file (created here) on stdout, stderr discarded."""
+    import builtins
+    import io
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CPU, (probe["cpu"], probe["cpu"] + 1))  # as limits._LIMITS
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for fd, path, flags in ((0, probe["request"], os.O_RDONLY),
+                            (1, probe["answer"], os.O_WRONLY | os.O_CREAT | os.O_EXCL),
+                            (2, os.devnull, os.O_WRONLY)):
+        opened = os.open(path, flags | os.O_NOFOLLOW, 0o600)
+        os.dup2(opened, fd)
+        os.close(opened)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8")
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)  # OMP_NUM_THREADS=1, as the probe's own
+    exec(compile(probe["source"], "<probe>", "exec"),  # noqa: S102 - the grader's script
+         {"__name__": "__main__", "__builtins__": builtins})
+    os._exit(1)  # the script ends with os._exit(0) once its answer is out
 
 
 class _Server:

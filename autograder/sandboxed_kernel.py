@@ -21,7 +21,8 @@ from autograder import bwrap_box, env_vars, kernel_memory
 from autograder.scratch import scratch_dir
 from autograder.sandbox import (bwrap, copy_course, descendants, kernel_box, kernel_env,
                                 rust_sysroot, sandbox_error)
-from autograder.warm_sandbox import WORK_DIR, ForkedKernel, warm_kernels, zygote_for
+from autograder.warm_sandbox import WORK_DIR, ForkedKernel
+from autograder.warm_zygotes import warm_kernels, zygote_for
 
 # Run with -I -S -c: enter the kernel's memory cgroup, then become bubblewrap (whose
 # sandbox, forked after this, starts in it).

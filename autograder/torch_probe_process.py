@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
+import os
 import shutil
+import stat
 import subprocess
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 
-from autograder import limits
-from autograder.sandbox import copy_course
+from autograder import limits, warm_zygotes
+from autograder.warm_sandbox import Zygote
+from autograder.sandbox import COURSE_DIR, copy_course
 from autograder.scratch import scratch_dir
-from autograder.torch_probe import MAX_OUTPUT, command
+from autograder.torch_probe import MAX_OUTPUT, RUNNER, command
 
 
 class ProbeFailed(Exception):
@@ -97,10 +102,17 @@ def run(cells: list[str], calls: list[dict], timeout: float,
     ``off`` (kernels switched off), ``no_exec`` (the filter is in place), ``hits``. The
     cells can import what ``assignment``'s kernel has of the course
     (:data:`autograder.sandbox.KERNEL_FILES`), nothing more."""
+    request = {"cells": cells, "calls": calls, "cuda": cuda}
+    with _AHEAD_LOCK:
+        ahead = any(s.assignment == assignment for s in _AHEAD)
+    zygote = None if ahead else warm_zygotes.warm_probes()
+    if zygote is not None:  # a grading worker's: forked with torch imported
+        with _WARM_LOCK:
+            stdout, returncode = _run_forked(zygote, request, timeout, assignment)
+        return _answer(stdout, returncode, len(calls), timeout)
     started = _take(assignment, timeout)
     try:
-        request = json.dumps({"cells": cells, "calls": calls, "course": str(started.course),
-                              "cuda": cuda})
+        request = json.dumps(dict(request, course=str(started.course)))
         try:
             stdout, _ = started.proc.communicate(request.encode(),
                                                  timeout=limits.backstop(timeout))
@@ -110,6 +122,61 @@ def run(cells: list[str], calls: list[dict], timeout: float,
     finally:
         started.close()
     return _answer(stdout, started.proc.returncode, len(calls), timeout)
+
+
+_WARM_LOCK = threading.Lock()  # one probe at a time in the probes' warm sandbox
+
+
+def _run_forked(zygote: Zygote, request: dict, timeout: float,
+                assignment: str) -> tuple[bytes, int]:
+    """The probe's output and exit status, the probe forked by the probes' warm sandbox
+    (torch imported; a fresh course copy, an empty working folder, the previous probe and
+    all it left killed and wiped): the same script, request and limits as a process of its
+    own (CPU ``timeout``, wall clock :func:`autograder.limits.backstop`)."""
+    empty = scratch_dir("autograder-probe-work-")  # nothing of the submission's folder
+    try:
+        run_dir, name = zygote.prepare(empty, assignment)
+    finally:
+        empty.rmdir()
+    kernel = zygote.count
+    try:
+        ask, answer = run_dir / f"{name}.request.json", run_dir / f"{name}.answer.json"
+        ask.write_text(json.dumps(dict(request, course=COURSE_DIR)), encoding="utf-8")
+        proc = zygote.fork({"argv": [], "cwd": "/tmp", "env": _PROBE_ENV, "probe": {
+            "source": RUNNER, "request": str(ask), "answer": str(answer),
+            "cpu": max(1, math.ceil(timeout))}})
+        deadline = time.monotonic() + limits.backstop(timeout)
+        while proc.poll() is None:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise ProbeFailed(f"the cells and calls waited longer than "
+                                  f"{limits.backstop(timeout):g} s")
+            proc.pause()
+        return _read_regular(answer), proc.returncode
+    finally:
+        zygote.release(kernel)
+
+
+# The probe's environment, as torch_probe.command gives its own process; the course is
+# importable at COURSE_DIR.
+_PROBE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "OMP_NUM_THREADS": "1",
+              "PYTHONPATH": COURSE_DIR, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _read_regular(path: Path) -> bytes:
+    """At most MAX_OUTPUT + 1 bytes of ``path`` when it is a regular file (not a link, a
+    FIFO or a device the learner's code put in its place), else nothing."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(MAX_OUTPUT + 1)
+    finally:
+        os.close(fd)
 
 
 def _answer(stdout: bytes, returncode: int, n_calls: int, timeout: float) -> dict:

@@ -10,7 +10,6 @@ notebook's folder and the course in.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
@@ -22,17 +21,11 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import bwrap_box, env_vars, sandbox
+from autograder import bwrap_box, sandbox
 from autograder.scratch import scratch_dir
 from autograder.sandbox import PACKAGE, PolledProcess, bwrap, descendants
 
 WORK_DIR = "/submission"  # a forked kernel's working folder (a copy of the notebook's)
-
-
-def warm_kernels() -> bool:
-    """Whether grading kernels are forked from a warm sandbox (:class:`Zygote`); set
-    ``AUTOGRADER_WARM_KERNELS=0`` for one new sandbox and interpreter per kernel."""
-    return env_vars.WARM_KERNELS.get("1") != "0"
 
 
 def preload_for(assignment: str) -> tuple[str, ...]:
@@ -254,45 +247,3 @@ class Zygote:
             self.proc.kill()
             self.proc.wait()
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-_ZYGOTE: list[Zygote] = []  # this process's warm sandbox (a grading worker has one)
-_ZYGOTE_LOCK = threading.Lock()  # prewarm's thread and the first kernel may ask at once
-
-
-def zygote_for(assignment: str, preload: tuple[str, ...] | None = None,
-               wait: bool = True) -> Zygote:
-    """This process's warm sandbox, (re)started when it died or lacks a module that
-    ``assignment``'s checks import (or a module of ``preload``, when given); ``wait=False``:
-    without waiting for its imports (see :class:`Zygote`)."""
-    need = preload_for(assignment) if preload is None else preload
-    with _ZYGOTE_LOCK:
-        if _ZYGOTE and _ZYGOTE[0].alive() and set(need) <= set(_ZYGOTE[0].preload):
-            return _ZYGOTE[0]
-        if _ZYGOTE:
-            old = _ZYGOTE.pop()
-            need = tuple(sorted(set(need) | set(old.preload)))
-            old.close()
-        zygote = Zygote(need, wait=wait)
-        if not _ZYGOTE:
-            atexit.register(close_warm)
-        _ZYGOTE.append(zygote)
-        return zygote
-
-
-def close_warm() -> None:
-    """Stop this process's warm sandbox and remove its files (at exit)."""
-    if _ZYGOTE:
-        _ZYGOTE.pop().close()
-
-
-def prewarm(assignments) -> None:
-    """Start this process's warm sandbox now, with what the checks of every one of
-    ``assignments`` import, without waiting for it: its start-up overlaps the grader's own
-    (a grading worker calls this when it starts). A sandbox that fails to start is started
-    again, and its error reported, by the first kernel."""
-    try:
-        zygote_for("", tuple(sorted({m for a in assignments for m in preload_for(a)})),
-                   wait=False)
-    except Exception:  # noqa: BLE001 - see the docstring
-        pass

@@ -89,3 +89,54 @@ def test_a_process_started_by_a_thread_that_ended_still_waits(started):
     time.sleep(0.2)  # a parent-death signal, had there been one, is delivered by now
     answer = torch_probe_process.run(CELLS, calls(), timeout=60, assignment=A)
     assert doubled(answer) == [2.0, 5.0] and len(started) == 1       # the one started ahead
+
+
+@pytest.fixture
+def warm_probes():
+    """This process's probes' warm sandbox, as a grading worker starts it (prewarm)."""
+    from autograder import warm_zygotes
+
+    if sandbox_error() is not None:
+        pytest.skip("no bubblewrap here: no warm sandbox")
+    warm_zygotes.prewarm([A])
+    zygote = warm_zygotes._ZYGOTES["probes"]
+    zygote.wait_ready()
+    yield zygote
+    warm_zygotes.close_warm()
+
+
+# What the first learner's probe leaves behind: a file in /tmp, a process of its own (a
+# fork: the probe refuses execve); what the second's counts of them.
+LEAVE = ("import os, time\nopen('/tmp/left', 'w').write('x')\n"
+         "if os.fork() == 0:\n    time.sleep(600)\n")
+COUNT = ("import os, torch\ndef leftovers(x):\n"
+         "    procs = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+         "    return x * 0 + 100 * os.path.exists('/tmp/left') + len(procs)\n")
+
+
+def test_a_grading_worker_forks_each_probe_from_its_warm_sandbox(warm_probes, started):
+    """A grading worker's probes are forked by a warm sandbox of their own (torch imported
+    once): the same answer as a process of its own (attention switched off, execve refused),
+    and the next probe finds nothing the last one left: no file, no process (itself and the
+    sandbox's PID 1 only)."""
+    delegating = CELLS + ["import torch.nn.functional as F\n"
+                          "def sdpa(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)"]
+    x = torch.ones(1, 2, 3)
+    asks = calls() + [{"call": "sdpa", "args": request_node((x, x, x)), "kwargs": {},
+                       "cuda": False}]
+    answer = torch_probe_process.run(delegating + [LEAVE], asks, timeout=60, assignment=A)
+    assert not started, "a process of its own was started"
+    assert doubled(answer) == [2.0, 5.0] and answer["off"] > 0 and answer["no_exec"] is True
+    assert "switched off" in answer["replies"][1]["raised"]["message"], answer["replies"][1]
+    assert answer["hits"] == ["aten::scaled_dot_product_attention"]
+    count = [{"call": "leftovers", "args": request_node((torch.tensor([0.0]),)), "kwargs": {},
+              "cuda": False}]
+    answer = torch_probe_process.run([COUNT], count, timeout=60, assignment=A)
+    assert answer["replies"][0]["data"] == [2.0], answer
+
+
+def test_a_forked_probe_past_its_cpu_limit_fails(warm_probes):
+    with pytest.raises(torch_probe_process.ProbeFailed, match="longer than 1 s of CPU time"):
+        torch_probe_process.run(["while True:\n    pass"], calls(), timeout=1, assignment=A)
+    answer = torch_probe_process.run(CELLS, calls(), timeout=60, assignment=A)
+    assert doubled(answer) == [2.0, 5.0]  # the sandbox serves the next probe

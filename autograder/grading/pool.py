@@ -238,9 +238,9 @@ def _fork(argv: list[str], workspace: Path, log: Path):
             traceback.print_exc()
         finally:
             try:
-                from autograder import warm_sandbox
+                from autograder import warm_zygotes
 
-                warm_sandbox.close_warm()  # what atexit does for a worker that is a new interpreter
+                warm_zygotes.close_warm()  # what atexit does for a worker that is a new interpreter
                 sys.stdout.flush()
                 sys.stderr.flush()
             finally:

@@ -62,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory_mb:
         _cap_memory(args.memory_mb * 1024 * 1024)
     if args.warm and env_vars.SANDBOX.get() == "1":
-        from autograder import warm_sandbox
+        from autograder import warm_zygotes
 
-        if warm_sandbox.warm_kernels():
-            warm_sandbox.prewarm([a for a in args.warm.split(",") if a])
+        if warm_zygotes.warm_kernels():
+            warm_zygotes.prewarm([a for a in args.warm.split(",") if a])
     sys.modules.setdefault("rfc3987_syntax", None)  # see autograder/__main__.py
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory

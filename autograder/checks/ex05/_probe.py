@@ -38,7 +38,10 @@ from the library would). The calls cover the paths the tests grade (no mask, boo
 float masks, is_causal, float32, float16, bfloat16, 2-D to 4-D, CUDA when present), not
 every shape. The probe sees what the kernel has of the course (``autograder.testing``),
 not the submission's folder.
-Without bubblewrap (``grade --no-sandbox``) the probe runs unsandboxed.
+Without bubblewrap (``grade --no-sandbox``) the probe runs unsandboxed. A grading worker
+forks each probe from a warm sandbox of its own (:mod:`autograder.warm_zygotes`: torch
+imported once, the previous probe and all it left killed and wiped, the same script and
+limits); ``check`` starts a process of its own ahead.
 """
 
 from __future__ import annotations
