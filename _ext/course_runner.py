@@ -66,6 +66,7 @@ HIDDEN_TEST_FILES = {
     "autograder/wire.py": "wire.py",
     "autograder/wire_folder.py": "wire_folder.py",  # wire's parts
     "autograder/wire_tensor.py": "wire_tensor.py",
+    "autograder/wipe.py": "wipe.py",  # the checker removes its exchange folder with it
 }
 
 

@@ -127,6 +127,8 @@ The grader's machinery (never in the learner's kernel):
   kernel gets), what managers share.
 - :mod:`~autograder.scratch` (60 lines): scratch folders named after their process;
   a killed grader's are removed by the next one.
+- :mod:`~autograder.wipe` (100 lines): empties a folder a learner's code wrote,
+  whatever it made there (a tree too deep for ``rmtree``, folders without permissions).
 - :mod:`~autograder.warm_sandbox` (249 lines): the warm sandbox that forks one
   kernel per notebook (``Zygote``); :mod:`~autograder.warm_zygotes` (75 lines): this
   process's warm sandboxes, the kernels' and ex05's probes'.

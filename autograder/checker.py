@@ -27,11 +27,10 @@ from __future__ import annotations
 import builtins
 import os
 import secrets
-import shutil
 import tempfile
 from pathlib import Path
 
-from autograder import testing, wire
+from autograder import testing, wipe, wire
 from autograder.remote import Remote
 from autograder.session import Session
 from autograder.session_errors import CheckStopped, ProtocolError, learner_exception
@@ -251,7 +250,7 @@ def exchange_folder(km) -> tuple[Path, bool]:
 
 
 def remove_folder(folder: Path) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
+    wipe.remove(folder)
 
 
 def new_cell_like(cell, code: str):

@@ -20,7 +20,9 @@ sandbox's PID 1, ``--as-pid-1``), before any learner code runs, this process:
      (:func:`_probe`; the probes' warm sandbox, which holds no kernel);
    - ``{"clean": true}``: kill every other process of the sandbox (the kernel's leftovers:
      background processes, daemons), wait for them, remove everything in ``/tmp`` and
-     ``/dev/shm`` and the System V IPC objects. Answer: ``{"clean": N}`` (processes killed).
+     ``/dev/shm`` (:func:`autograder.wipe.empty`: trees of any depth) and the System V
+     IPC objects. Answer: ``{"clean": N, "wiped": BOOL}`` (processes killed; whether both
+     folders are empty: if not, the grader ends this sandbox).
 
    When a kernel exits, ``{"exit": PID, "status": CODE}`` is sent (a signal is ``-SIGNUM``).
 
@@ -30,11 +32,16 @@ kernel, after the previous kernel and its processes are gone (see ``Zygote`` the
 
 from __future__ import annotations
 
+import builtins
+import io
 import json
 import os
+import resource
 import signal
 import socket
 import sys
+
+from autograder import wipe
 
 PR_SET_DUMPABLE = 4
 
@@ -89,27 +96,11 @@ def _others() -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
 
 
-def _wipe(folder: str) -> None:
-    import shutil
-
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return
-    for name in names:
-        path = os.path.join(folder, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-
-
-def _clean(reap) -> int:
+def _clean(reap, run_dir: str) -> dict:
     """Kill every process but this one (it is PID 1: they are all the kernels'), wait for
-    them, and empty /tmp, /dev/shm and System V IPC. Returns how many were killed."""
+    them, and empty /tmp (but the mount point of ``run_dir``, the grader's), /dev/shm and
+    System V IPC. Returns how many were killed
+    (``clean``) and whether both folders are empty now (``wiped``)."""
     import time
 
     killed = 0
@@ -125,8 +116,7 @@ def _clean(reap) -> int:
                 pass
         reap()
         time.sleep(0.001)
-    for folder in ("/tmp", "/dev/shm"):
-        _wipe(folder)
+    wiped = [wipe.empty(folder, keep=run_dir) for folder in ("/tmp", "/dev/shm")]
     if os.path.exists("/usr/bin/ipcrm"):  # shared memory, semaphores, message queues
         pid = os.fork()
         if pid == 0:
@@ -138,7 +128,7 @@ def _clean(reap) -> int:
             finally:
                 os._exit(127)
         os.waitpid(pid, 0)
-    return killed
+    return {"clean": killed, "wiped": all(wiped)}
 
 
 def _child(conn: socket.socket, wake: tuple[int, int], request: dict) -> None:
@@ -194,10 +184,6 @@ def _probe(probe: dict) -> None:
     (:data:`autograder.torch_probe.RUNNER`, sent by the grader) as ``python -I -c`` runs it
     in a fresh probe process, under a CPU limit of ``probe["cpu"]`` seconds, with the
     request file on stdin, the answer file (created here) on stdout, stderr discarded."""
-    import builtins
-    import io
-    import resource
-
     resource.setrlimit(resource.RLIMIT_CPU, (probe["cpu"], probe["cpu"] + 1))  # as limits._LIMITS
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     for fd, path, flags in ((0, probe["request"], os.O_RDONLY),
@@ -220,8 +206,8 @@ class _Server:
     """The zygote's end of the grader's connection: requests read, kernels forked, each
     kernel's exit reported (SIGCHLD wakes the loop through a pipe)."""
 
-    def __init__(self, conn: socket.socket):
-        self.conn, self.kernels, self.buffer = conn, set(), b""
+    def __init__(self, conn: socket.socket, run_dir: str):
+        self.conn, self.run_dir, self.kernels, self.buffer = conn, run_dir, set(), b""
         self.wake = os.pipe()
         os.set_blocking(self.wake[0], False)
         os.set_blocking(self.wake[1], False)
@@ -254,7 +240,7 @@ class _Server:
             self.kernels.add(pid)
             self.send({"pid": pid})
         elif request.get("clean"):
-            self.send({"clean": _clean(self.reap)})
+            self.send(_clean(self.reap, self.run_dir))
             self.reap()
 
     def serve(self) -> int:
@@ -291,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(args[0])
     _preload(args[1:])
-    server = _Server(conn)
+    server = _Server(conn, os.path.dirname(args[0]))  # the socket is in the run folder
     server.send({"ready": os.getpid()})
     return server.serve()
 

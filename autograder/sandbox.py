@@ -178,7 +178,7 @@ def rust_sysroot() -> str | None:
 KERNEL_FILES = ("__init__.py", "config.py", "env_vars.py", "exercises.py", "testing.py",
                 "check_failure.py", "closeness.py", "python_only.py", "verdicts.py", "check_report.py", "wire.py",
                 "wire_folder.py", "wire_tensor.py",
-                "kernel_client.py", "kernel_modules.py", "kernel_launch.py", "kernel_zygote.py", "rust.py",
+                "kernel_client.py", "kernel_modules.py", "kernel_launch.py", "kernel_zygote.py", "wipe.py", "rust.py",
                 "rust_source.py", "rust_glue.py", "rust_ffi.py",
                 "in_notebook.py", "brief_tracebacks.py")
 # What an exercise's released notebook imports beyond those (the helpers it gives).

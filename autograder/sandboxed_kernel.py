@@ -17,7 +17,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
-from autograder import bwrap_box, env_vars, kernel_memory
+from autograder import bwrap_box, env_vars, kernel_memory, wipe
 from autograder.scratch import scratch_dir
 from autograder.sandbox import (bwrap, copy_course, descendants, kernel_box, kernel_env,
                                 rust_sysroot, sandbox_error)
@@ -123,7 +123,13 @@ class SandboxedKernelManager(AsyncKernelManager):
                 self._cgroup = None
         if self._zygote is not None:  # a fork of the warm sandbox's interpreter
             cwd = Path(kw.get("cwd") or os.getcwd()).resolve()
-            run, name = self._zygote.prepare(cwd, self.assignment)
+            try:
+                run, name = self._zygote.prepare(cwd, self.assignment)
+            except RuntimeError:
+                if self._zygote.alive():
+                    raise
+                self._zygote = zygote_for(self.assignment)  # it ended: a new one, once
+                run, name = self._zygote.prepare(cwd, self.assignment)
             self._zygote_kernel = self._zygote.count  # what this manager may release
             self.scratch = None
         else:
@@ -284,7 +290,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._cgroup = None
         scratch = getattr(self, "scratch", None)
         if scratch is not None and scratch.is_dir():
-            shutil.rmtree(scratch, ignore_errors=True)
+            wipe.remove(scratch)
 
     def __del__(self):
         try:

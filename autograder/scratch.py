@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 import time
 from pathlib import Path
+
+from autograder import wipe
 
 STALE_AFTER = 3600.0  # seconds since the folder last changed
 
@@ -42,8 +43,8 @@ def sweep(prefix: str, root: Path | None = None, now: float | None = None) -> li
             continue
         if match and stale and path.is_dir() and not path.is_symlink() \
                 and not _alive(int(match.group(1))):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
+            if wipe.remove(path):  # a learner's tree too deep for rmtree included
+                removed.append(path)
     return removed
 
 

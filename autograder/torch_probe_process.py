@@ -11,7 +11,6 @@ import atexit
 import json
 import math
 import os
-import shutil
 import stat
 import subprocess
 import threading
@@ -19,7 +18,7 @@ import time
 from concurrent.futures import Future
 from pathlib import Path
 
-from autograder import limits, warm_zygotes
+from autograder import limits, warm_zygotes, wipe
 from autograder.warm_sandbox import Zygote
 from autograder.sandbox import COURSE_DIR, copy_course
 from autograder.scratch import scratch_dir
@@ -63,7 +62,7 @@ class _Started:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.communicate()
-        shutil.rmtree(self.course, ignore_errors=True)
+        wipe.remove(self.course)
         self._closed.set()
 
 
@@ -108,8 +107,9 @@ def run(cells: list[str], calls: list[dict], timeout: float,
     zygote = None if ahead else warm_zygotes.warm_probes()
     if zygote is not None:  # a grading worker's: forked with torch imported
         with _WARM_LOCK:
-            stdout, returncode = _run_forked(zygote, request, timeout, assignment)
-        return _answer(stdout, returncode, len(calls), timeout)
+            forked = _run_forked(zygote, request, timeout, assignment)
+        if forked is not None:  # else the sandbox had ended: a process of its own
+            return _answer(*forked, len(calls), timeout)
     started = _take(assignment, timeout)
     try:
         request = json.dumps(dict(request, course=str(started.course)))
@@ -128,14 +128,19 @@ _WARM_LOCK = threading.Lock()  # one probe at a time in the probes' warm sandbox
 
 
 def _run_forked(zygote: Zygote, request: dict, timeout: float,
-                assignment: str) -> tuple[bytes, int]:
+                assignment: str) -> tuple[bytes, int] | None:
     """The probe's output and exit status, the probe forked by the probes' warm sandbox
     (torch imported; a fresh course copy, an empty working folder, the previous probe and
     all it left killed and wiped): the same script, request and limits as a process of its
-    own (CPU ``timeout``, wall clock :func:`autograder.limits.backstop`)."""
+    own (CPU ``timeout``, wall clock :func:`autograder.limits.backstop`). None when the
+    sandbox has ended (its process died, or a folder could not be wiped)."""
     empty = scratch_dir("autograder-probe-work-")  # nothing of the submission's folder
     try:
         run_dir, name = zygote.prepare(empty, assignment)
+    except RuntimeError:
+        if zygote.alive():
+            raise
+        return None
     finally:
         empty.rmdir()
     kernel = zygote.count

@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import bwrap_box, sandbox
+from autograder import bwrap_box, sandbox, wipe
 from autograder.scratch import scratch_dir
 from autograder.sandbox import PACKAGE, PolledProcess, bwrap, descendants
 
@@ -210,6 +210,8 @@ class Zygote:
         self.wait_ready()
         if self.dirty:
             self.release()
+        if not self.alive():
+            raise RuntimeError(self.error or "the warm kernel sandbox has ended")
         self.dirty = True
         self.count += 1
         sandbox.copy_course(self.root / "course", assignment)
@@ -227,23 +229,29 @@ class Zygote:
         """Kill what the last kernel left running; wipe every folder it could write.
         ``kernel`` (the :attr:`count` of a kernel's :meth:`prepare`): only while that
         kernel is the last prepared one. A kernel's manager cleaned up late (its
-        ``__del__``, at garbage collection) must not kill the next learner's kernel."""
+        ``__del__``, at garbage collection) must not kill the next learner's kernel. A
+        folder that cannot be wiped (:func:`autograder.wipe.empty`) ends this sandbox: no
+        later kernel runs in it (:meth:`alive` is false; a new one is started)."""
         if not self.dirty or (kernel is not None and kernel != self.count):
             return
+        wiped = True
         if self.alive():
             self.wait_ready()
             self._send({"clean": True})
-            self._reply("clean")
+            wiped = self._reply("clean").get("wiped", False)
         for d in ("run", "course", "work"):  # the mount points stay, their contents go
-            for p in (self.root / d).iterdir():
-                if p.is_dir() and not p.is_symlink():
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    p.unlink(missing_ok=True)
+            wiped = wipe.empty(self.root / d) and wiped
+        if not wiped:
+            self.close()
+            return
         self.dirty = False
 
     def close(self) -> None:
+        """Stop the sandbox (every process in it) and remove its folders."""
+        with self.changed:
+            self.dead = True
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        shutil.rmtree(self.root, ignore_errors=True)
+        if self.root.is_dir() and wipe.empty(self.root):
+            self.root.rmdir()

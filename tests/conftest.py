@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder import wipe
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -69,6 +71,29 @@ def read_results(workspace: Path) -> tuple[dict, dict]:
             for r in csv.DictReader(f):
                 tests.setdefault(r["student_id"], {})[r["test"]] = r
     return rows, tests
+
+
+@pytest.fixture
+def deep_tree():
+    """``make(top, depth)``: folders ``top/d/d/...`` nested ``depth`` deep (deeper than
+    Python's recursion limit, 1000, is what a learner's code can make). Whatever is left of
+    them at the test's end is wiped: pytest removes old temporary folders with rmtree,
+    which such a tree stops with RecursionError at the end of a later run."""
+    made = []
+
+    def make(top: Path, depth: int) -> None:
+        made.append(Path(top) / "d")
+        fd = os.open(top, os.O_RDONLY)
+        for _ in range(depth):  # relative to the last folder: no path grows past a name
+            os.mkdir("d", dir_fd=fd)
+            below = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        os.close(fd)
+
+    yield make
+    for top in made:
+        wipe.remove(top)
 
 
 @pytest.fixture(scope="session")

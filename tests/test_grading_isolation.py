@@ -3,7 +3,9 @@ so both kernels are forked by the same warm sandbox (autograder.warm_sandbox.Zyg
 
 The first learner leaves everything a kernel can leave behind: a global, a monkey-patch
 of numpy.sum, a changed module state (numpy's print options, an attribute on json, an
-environment variable, sys.path), files in the working folder, /tmp and /dev/shm, a System V
+environment variable, sys.path), files in the working folder, /tmp and /dev/shm, a tree of
+folders deeper than Python's recursion limit in the working folder and /tmp (shutil.rmtree
+raised RecursionError on it, and every later kernel of the worker failed), a System V
 shared memory segment and a background process in its own session. The second learner's
 extra cell looks for each of them, prints what it found and, if it found anything, replaces
 its attention with a wrong one, so the leftovers would cost it points as well as show.
@@ -41,6 +43,13 @@ sys.path.append('/polluted')
 for path in ('left_behind.txt', '/tmp/left_behind.txt', '/dev/shm/left_behind'):
     with open(path, 'w') as f:
         f.write('answers of the first learner')
+for top in ('.', '/tmp'):
+    here = os.getcwd()
+    os.chdir(top)
+    for _ in range(1500):
+        os.mkdir('deep')
+        os.chdir('deep')
+    os.chdir(here)
 libc = ctypes.CDLL(None)
 shm = libc.shmget(0x1607, 4096, 0o1666)  # IPC_CREAT | 0666
 subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)  # polluter-daemon'],
@@ -65,7 +74,8 @@ if 'POLLUTED' in os.environ:
     found.append('environment')
 if '/polluted' in sys.path:
     found.append('sys.path')
-for path in ('left_behind.txt', '/tmp/left_behind.txt', '/dev/shm/left_behind'):
+for path in ('left_behind.txt', '/tmp/left_behind.txt', '/dev/shm/left_behind', 'deep',
+             '/tmp/deep'):
     if os.path.exists(path):
         found.append(path)
 with open('/proc/sysvipc/shm') as f:
@@ -122,7 +132,7 @@ def graded(tmp_path_factory):
 def test_the_first_learner_left_everything_behind(graded):
     ws, rows = graded
     text = _output(ws, "a-polluter", "left behind:")
-    assert "left_behind.txt" in text and "left_behind'" in text, text
+    assert "left_behind.txt" in text and "left_behind'" in text and "'deep'" in text, text
     assert int(re.search(r"shared memory id (-?\d+)", text).group(1)) >= 0
     # Its patched numpy.sum and its process reach nothing of the checker's (issue 23): its
     # reference functions keep full marks.

@@ -45,3 +45,15 @@ def test_a_new_folder_is_named_after_its_process(tmp_path, monkeypatch):
     made = scratch.scratch_dir(PREFIX)
     assert made.parent == tmp_path and made.name.startswith(f"{PREFIX}{os.getpid()}-")
     assert scratch.sweep(PREFIX, root=tmp_path, now=made.stat().st_mtime + 10 * 3600) == []
+
+
+def test_a_learner_tree_too_deep_for_rmtree_does_not_stop_the_next_grader(tmp_path, deep_tree):
+    """A killed grader's zygote folder held a tree a learner made 1500 deep: the sweep's
+    rmtree raised RecursionError, so every later sandbox failed to start and a whole
+    class was graded 'error' (CI, after 630 s)."""
+    now = 1_000_000_000.0
+    orphan = folder(tmp_path, f"{PREFIX}{dead_pid()}-abc", 2 * scratch.STALE_AFTER, now)
+    deep_tree(orphan / "run", 1500)
+    os.utime(orphan, (now - 7200, now - 7200))
+    assert scratch.sweep(PREFIX, root=tmp_path, now=now) == [orphan]
+    assert not orphan.exists()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder import torch_probe_process
+from autograder import torch_probe_process, warm_zygotes
 from autograder.sandbox import descendants, sandbox_error
 from autograder.checks.ex05._probe_calls import request_node
 
@@ -140,3 +140,25 @@ def test_a_forked_probe_past_its_cpu_limit_fails(warm_probes):
         torch_probe_process.run(["while True:\n    pass"], calls(), timeout=1, assignment=A)
     answer = torch_probe_process.run(CELLS, calls(), timeout=60, assignment=A)
     assert doubled(answer) == [2.0, 5.0]  # the sandbox serves the next probe
+
+
+# A tree deeper than Python's recursion limit in every folder a probe can write: its
+# working folder (/submission, which the grader wipes) and /tmp (which the sandbox's PID 1
+# wipes). shutil.rmtree raised RecursionError on it: the warm sandbox stayed dirty and
+# every later probe of the worker failed (an honest learner lost ex05's probe points).
+DEEP = ("import os\ndef deep(top):\n    os.chdir(top)\n    for _ in range(1500):\n"
+        "        os.mkdir('d')\n        os.chdir('d')\n"
+        "deep('/submission')\ndeep('/tmp')\n")
+SEES = ("import os, torch\ndef leftovers(x):\n"
+        "    return x * 0 + os.path.exists('/submission/d') + 10 * os.path.exists('/tmp/d')\n")
+
+
+def test_a_tree_too_deep_for_rmtree_is_wiped_before_the_next_probe(warm_probes, started):
+    torch_probe_process.run(CELLS + [DEEP], calls(), timeout=60, assignment=A)
+    assert warm_zygotes.warm_probes() is warm_probes  # wiped: the same sandbox goes on
+    count = [{"call": "leftovers", "args": request_node((torch.tensor([0.0]),)), "kwargs": {},
+              "cuda": False}]
+    answer = torch_probe_process.run([SEES], count, timeout=60, assignment=A)
+    assert answer["replies"][0]["data"] == [0.0], answer
+    answer = torch_probe_process.run(CELLS, calls(), timeout=60, assignment=A)
+    assert doubled(answer) == [2.0, 5.0] and not started  # all forked, full marks

@@ -1,0 +1,78 @@
+"""autograder.wipe: a folder a learner's code wrote is emptied whatever the code made of it.
+
+A tree deeper than Python's recursion limit made shutil.rmtree raise RecursionError (its
+ignore_errors covers OSError only): the warm sandbox stayed dirty and every later kernel
+failed (status error) or every later probe lost its points. A folder without permissions
+made rmtree leave it, and what was in it, for the next learner (as any user but root).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder import wipe
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_tree_deeper_than_the_recursion_limit_is_removed(tmp_path, deep_tree):
+    deep_tree(tmp_path, 1500)  # Python's recursion limit: 1000
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(RecursionError):  # the failure wipe replaces
+        shutil.rmtree(tmp_path / "d", ignore_errors=True)
+    assert wipe.empty(tmp_path) is True
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_link_is_removed_not_followed(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("the grader's")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "link").symlink_to(outside)
+    (folder / "file-link").symlink_to(outside / "keep.txt")
+    assert wipe.empty(folder) is True
+    assert os.listdir(folder) == [] and (outside / "keep.txt").read_text() == "the grader's"
+
+
+def test_a_folder_that_does_not_exist_is_empty(tmp_path):
+    assert wipe.empty(tmp_path / "missing") is True
+
+
+# Run as a user that is not root (root passes every permission check): a folder the
+# learner's code made unreadable and unwritable, a package in it; rmtree leaves both.
+LOCKED = """
+import os, shutil, sys
+from autograder import wipe
+folder = sys.argv[1]
+os.makedirs(os.path.join(folder, 'locked', 'numpy'))
+open(os.path.join(folder, 'locked', 'numpy', '__init__.py'), 'w').close()
+os.chmod(os.path.join(folder, 'locked', 'numpy'), 0o500)
+os.chmod(os.path.join(folder, 'locked'), 0)
+shutil.rmtree(os.path.join(folder, 'locked'), ignore_errors=True)
+print('rmtree left', os.listdir(folder))
+print('empty', wipe.empty(folder), os.listdir(folder))
+"""
+
+
+def test_a_folder_without_permissions_is_removed_by_a_user_that_is_not_root():
+    with tempfile.TemporaryDirectory() as folder:  # not pytest's: only root can enter it
+        line = [sys.executable, "-c", LOCKED, folder]
+        if os.geteuid() == 0:
+            if shutil.which("setpriv") is None:
+                pytest.skip("root, and no setpriv to run as another user")
+            os.chmod(folder, 0o777)
+            line = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", *line]
+        proc = subprocess.run(line, capture_output=True, text=True, cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)), check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "rmtree left ['locked']" in proc.stdout, proc.stdout
+    assert "empty True []" in proc.stdout, proc.stdout
