@@ -297,3 +297,4 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._remove_scratch()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+        super().__del__()  # its control socket closed: else collecting its context hangs

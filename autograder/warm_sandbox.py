@@ -120,7 +120,11 @@ class Zygote:
         self.dirty = True  # its own course copy (imported now) goes before the first kernel
         threading.Thread(target=self._connect, args=(listener, sock), daemon=True).start()
         if wait:
-            self.wait_ready()
+            try:
+                self.wait_ready()
+            except BaseException:  # its folders go with it: nobody else holds it
+                self.close()
+                raise
 
     def _connect(self, listener, sock: Path) -> None:
         """Accept the zygote's only connection (then none), then read what it sends."""

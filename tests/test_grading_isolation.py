@@ -14,7 +14,10 @@ its attention with a wrong one, so the leftovers would cost it points as well as
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -167,9 +170,12 @@ def test_a_sandbox_whose_python_cannot_start_says_so_at_once(monkeypatch):
         pytest.skip("bubblewrap is not installed")
     monkeypatch.setattr(sandbox, "KERNEL_FILES",
                         tuple(f for f in sandbox.KERNEL_FILES if f != "verdicts.py"))
+    mine = f"autograder-zygote-{os.getpid()}-*"
+    before = set(Path(tempfile.gettempdir()).glob(mine))
     with pytest.raises(RuntimeError, match="did not start: it exited with status 1 before it "
                                            "was ready"):
         warm_sandbox.Zygote()
+    assert set(Path(tempfile.gettempdir()).glob(mine)) == before  # its folders went with it
 
 
 def test_a_kernel_manager_cleaned_up_late_leaves_the_next_kernel_running(tmp_path):
@@ -199,6 +205,9 @@ def test_a_kernel_manager_cleaned_up_late_leaves_the_next_kernel_running(tmp_pat
             assert first._kernel_pids() == []
             first.signal_now(signal.SIGKILL)
             first.__del__()  # what garbage collection runs
+            # A socket left open made the collection of first's zmq context wait for
+            # ever (its term()): pytest hung after its last test, in gc at unconfigure.
+            assert first._control_socket is None
             await asyncio.sleep(0.3)
             assert kernel.poll() is None, f"the next kernel died: status {kernel.poll()}"
             assert kernel.pid in second._kernel_pids()
