@@ -14,6 +14,7 @@ folder is empty.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -21,22 +22,23 @@ import subprocess
 _TOOLS_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 
 
-def empty(folder: str | os.PathLike, keep: str | None = None) -> bool:
+def empty(folder: str | os.PathLike, keep=()) -> bool:
     """Remove everything inside ``folder`` (not ``folder`` itself, which may be a mount
-    point) without following a symbolic link; return whether it is empty now. ``keep``: a
-    path inside ``folder`` that stays, with the folders above it (a mount point there: the
-    warm sandbox's ``/tmp`` holds its run folder); everything beside them goes. A folder
-    that does not exist counts as empty. Never raises."""
-    folder = os.fspath(folder)
-    spare = None
-    if keep is not None:
-        rel = os.path.relpath(keep, folder)
-        if rel != os.curdir and not rel.startswith(os.pardir):
-            spare = rel.split(os.sep)[0]
+    point) without following a symbolic link; return whether it is empty now but for
+    ``keep``: paths inside ``folder`` (one, or several) that stay, with the folders above
+    them (mount points there: the warm sandbox's ``/tmp`` holds its run folder, and the
+    virtual environment when the course lies under ``/tmp``); everything beside them goes.
+    A folder that does not exist counts as empty. Never raises."""
+    folder = os.path.normpath(os.fspath(folder))
+    keep = {os.path.normpath(os.fspath(k))
+            for k in ((keep,) if isinstance(keep, (str, os.PathLike)) else keep)}
+    inside = [k for k in keep if k.startswith(folder.rstrip(os.sep) + os.sep)]
+    spare = {os.path.relpath(k, folder).split(os.sep)[0] for k in inside}
     done = _empty_but(folder, spare)
-    below = None if spare is None else os.path.join(folder, spare)
-    if below is not None and below != os.path.normpath(keep):
-        done = empty(below, keep) and done
+    for name in sorted(spare):
+        below = os.path.join(folder, name)
+        if below not in keep:  # only above kept paths: what else it holds goes
+            done = empty(below, [k for k in inside if k.startswith(below + os.sep)]) and done
     return done
 
 
@@ -55,15 +57,25 @@ def remove(path: str | os.PathLike) -> bool:
     return True
 
 
-def _empty_but(folder: str, spare: str | None) -> bool:
-    """Remove every entry of ``folder`` but ``spare``; whether none else is left."""
+def mount_points(mountinfo: str) -> list[str]:
+    """The mount points a ``/proc/<pid>/mountinfo`` text lists (its fifth field, with
+    ``\\040`` and the like for a space, a tab, a newline, a backslash): what a clean-up of
+    a sandbox's ``/tmp`` leaves in place (``keep``), the grader's binds."""
+    fields = (line.split() for line in mountinfo.splitlines())
+    return [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), f[4])
+            for f in fields if len(f) > 4]
+
+
+def _empty_but(folder: str, spare: set[str]) -> bool:
+    """Remove every entry of ``folder`` but those named in ``spare``; whether none else
+    is left."""
     try:
         _remove_entries(folder, spare)
     except (OSError, RecursionError):
         pass  # what is left goes to coreutils
     if _is_empty(folder, spare):
         return True
-    but = [] if spare is None else ["!", "-name", spare]
+    but = [arg for name in sorted(spare) for arg in ("!", "-name", _literal(name))]
     for tool in (["chmod", "-R", "u+rwx"], ["rm", "-rf", "--one-file-system"]):
         try:
             subprocess.run(["find", folder, "-mindepth", "1", "-maxdepth", "1", *but,
@@ -75,11 +87,11 @@ def _empty_but(folder: str, spare: str | None) -> bool:
     return _is_empty(folder, spare)
 
 
-def _remove_entries(folder: str, spare: str | None) -> None:
+def _remove_entries(folder: str, spare: set[str]) -> None:
     """What :func:`shutil.rmtree` can remove of ``folder``'s contents (fast, no process)."""
     with os.scandir(folder) as entries:
         names = [(e.path, e.is_dir(follow_symlinks=False)) for e in entries
-                 if e.name != spare]
+                 if e.name not in spare]
     for path, is_dir in names:
         if is_dir:
             shutil.rmtree(path, ignore_errors=True)
@@ -90,10 +102,15 @@ def _remove_entries(folder: str, spare: str | None) -> None:
                 pass
 
 
-def _is_empty(folder: str, spare: str | None) -> bool:
+def _literal(name: str) -> str:
+    """``name`` as a pattern of find's ``-name`` that matches only itself."""
+    return "".join("\\" + c if c in "[]*?\\" else c for c in name)
+
+
+def _is_empty(folder: str, spare: set[str]) -> bool:
     try:
         with os.scandir(folder) as entries:
-            return all(e.name == spare for e in entries)
+            return all(e.name in spare for e in entries)
     except FileNotFoundError:
         return True
     except OSError:

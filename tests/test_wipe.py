@@ -76,3 +76,37 @@ def test_a_folder_without_permissions_is_removed_by_a_user_that_is_not_root():
     assert proc.returncode == 0, proc.stderr
     assert "rmtree left ['locked']" in proc.stdout, proc.stdout
     assert "empty True []" in proc.stdout, proc.stdout
+
+
+def test_the_kept_paths_and_the_folders_above_them_stay_and_nothing_else(tmp_path):
+    """The sandbox's /tmp holds the grader's mount points: its run folder and, when the
+    course lies under /tmp (a clone in /tmp/cc), its virtual environment. Counting them as
+    left-overs stopped every warm sandbox after its first kernel: a whole class 'error'."""
+    run, venv = tmp_path / "zygote" / "run", tmp_path / "cc" / ".venv"
+    for kept in (run, venv):
+        kept.mkdir(parents=True)
+        (kept / "inside.txt").write_text("the grader's")
+    beside = [tmp_path / "zygote" / "learner.txt", tmp_path / "cc" / "learner",
+              tmp_path / "c*", tmp_path / "learner.txt"]
+    for path in beside:
+        path.mkdir() if path.name == "learner" else path.write_text("x")
+    assert wipe.empty(tmp_path, keep=[str(run), venv]) is True
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "cc", "cc/.venv", "cc/.venv/inside.txt", "zygote", "zygote/run", "zygote/run/inside.txt"]
+
+
+def test_a_name_with_pattern_characters_spares_only_itself(tmp_path, deep_tree):
+    """find's -name takes a pattern: a kept 'r*' must not spare 'rest' (here in the
+    coreutils step, which a tree too deep for rmtree reaches)."""
+    (tmp_path / "r*").mkdir()
+    (tmp_path / "rest").mkdir()
+    deep_tree(tmp_path / "rest", 1200)
+    assert wipe.empty(tmp_path, keep=tmp_path / "r*") is True
+    assert os.listdir(tmp_path) == ["r*"]
+
+
+def test_mount_points_are_read_from_mountinfo():
+    text = ("22 27 0:20 / /proc rw,nosuid - proc proc rw\n"
+            "40 31 8:1 /tmp/cc/.venv /tmp/cc/.venv ro,relatime - ext4 /dev/sda1 rw\n"
+            "41 31 8:1 /x /tmp/a\\040b\\134c rw - ext4 /dev/sda1 rw\n")
+    assert wipe.mount_points(text) == ["/proc", "/tmp/cc/.venv", "/tmp/a b\\c"]
