@@ -22,7 +22,8 @@ sandbox's PID 1, ``--as-pid-1``), before any learner code runs, this process:
      background processes, daemons), wait for them, remove everything in ``/tmp`` and
      ``/dev/shm`` (:func:`autograder.wipe.empty`: trees of any depth) and the System V
      IPC objects. Answer: ``{"clean": N, "wiped": BOOL}`` (processes killed; whether both
-     folders are empty: if not, the grader ends this sandbox).
+     folders are empty and the grader's mount points where they were: if not, the grader
+     ends this sandbox).
 
    When a kernel exits, ``{"exit": PID, "status": CODE}`` is sent (a signal is ``-SIGNUM``).
 
@@ -96,11 +97,20 @@ def _others() -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
 
 
-def _clean(reap, run_dir: str) -> dict:
+def _mounts() -> list[str]:
+    """This sandbox's mount points now (none when they cannot be read)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as f:
+            return wipe.mount_points(f.read())
+    except OSError:
+        return []
+
+
+def _clean(reap, run_dir: str, mounts: list[str]) -> dict:
     """Kill every process but this one (it is PID 1: they are all the kernels'), wait for
-    them, and empty /tmp (but ``run_dir`` and the other mount points), /dev/shm and
-    System V IPC. Returns how many were killed
-    (``clean``) and whether both folders are empty now (``wiped``)."""
+    them, and empty /tmp (but ``run_dir`` and ``mounts``, the mount points at the start),
+    /dev/shm and System V IPC. Returns how many were killed (``clean``) and whether both
+    folders are empty now and every mount point is where it was (``wiped``)."""
     import time
 
     killed = 0
@@ -116,11 +126,9 @@ def _clean(reap, run_dir: str) -> dict:
                 pass
         reap()
         time.sleep(0.001)
-    try:  # the grader's binds there stay: the run folder, a course lying under /tmp
-        with open("/proc/self/mountinfo", encoding="utf-8") as f:
-            keep = [run_dir, *wipe.mount_points(f.read())]
-    except OSError:
-        keep = [run_dir]
+    # The grader's binds stay (the run folder, a course under /tmp), where they were: one
+    # a kernel moved (its folder renamed) would hide the next kernel's files from it.
+    keep, moved = [run_dir, *mounts], _mounts() != mounts
     wiped = [wipe.empty(folder, keep=keep) for folder in ("/tmp", "/dev/shm")]
     if os.path.exists("/usr/bin/ipcrm"):  # shared memory, semaphores, message queues
         pid = os.fork()
@@ -133,7 +141,7 @@ def _clean(reap, run_dir: str) -> dict:
             finally:
                 os._exit(127)
         os.waitpid(pid, 0)
-    return {"clean": killed, "wiped": all(wiped)}
+    return {"clean": killed, "wiped": all(wiped) and not moved}
 
 
 def _child(conn: socket.socket, wake: tuple[int, int], request: dict) -> None:
@@ -213,6 +221,7 @@ class _Server:
 
     def __init__(self, conn: socket.socket, run_dir: str):
         self.conn, self.run_dir, self.kernels, self.buffer = conn, run_dir, set(), b""
+        self.mounts = _mounts()  # before any kernel: the grader's binds, where it put them
         self.wake = os.pipe()
         os.set_blocking(self.wake[0], False)
         os.set_blocking(self.wake[1], False)
@@ -245,7 +254,7 @@ class _Server:
             self.kernels.add(pid)
             self.send({"pid": pid})
         elif request.get("clean"):
-            self.send(_clean(self.reap, self.run_dir))
+            self.send(_clean(self.reap, self.run_dir, self.mounts))
             self.reap()
 
     def serve(self) -> int:

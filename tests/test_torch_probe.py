@@ -162,3 +162,22 @@ def test_a_tree_too_deep_for_rmtree_is_wiped_before_the_next_probe(warm_probes, 
     assert answer["replies"][0]["data"] == [0.0], answer
     answer = torch_probe_process.run(CELLS, calls(), timeout=60, assignment=A)
     assert doubled(answer) == [2.0, 5.0] and not started  # all forked, full marks
+
+
+# The grader binds its run folder at /tmp/autograder-zygote-*/run in the sandbox: a probe
+# can rename the folder above it. Kept as a mount point wherever it went, the sandbox
+# counted as clean and went on, and the next probe's run folder was not where the grader
+# put it. A mount point moved now ends the sandbox: the next probe runs in a fresh one.
+MOVES = ("import os\nfor name in os.listdir('/tmp'):\n"
+         "    if name.startswith('autograder-'):\n"
+         "        os.rename('/tmp/' + name, '/tmp/moved-' + name)\n")
+
+
+def test_a_probe_that_moves_the_grader_s_folder_ends_its_sandbox(warm_probes, started):
+    try:
+        torch_probe_process.run(CELLS + [MOVES], calls(), timeout=60, assignment=A)
+    except torch_probe_process.ProbeFailed:
+        pass  # its own answer may be lost with the folder: only its points
+    assert warm_zygotes.warm_probes() is None and not warm_probes.alive()
+    answer = torch_probe_process.run(CELLS, calls(), timeout=60, assignment=A)
+    assert doubled(answer) == [2.0, 5.0]  # the next learner's probe: full marks
