@@ -140,16 +140,17 @@ def kernel_env(source: Mapping[str, str], **extra: str) -> dict[str, str]:
 def kernel_box(run: Path, course: Path, work: Path, workdir: str, env: Mapping[str, str],
                shared: bool = False) -> bwrap_box.Box:
     """The sandbox of a grading kernel: the system read-only, its own ``/tmp`` and
-    ``/dev/shm`` (at most the memory cap each), and three writable folders: ``run``
-    (the connection file and sockets, at its own path), ``course`` (at
-    :data:`COURSE_DIR`) and ``work`` (at ``workdir``, the working folder).
+    ``/dev/shm`` (at most the memory cap each), two writable folders: ``run`` (the
+    connection file and sockets, at its own path) and ``work`` (at ``workdir``, the
+    working folder), and ``course`` read-only (at :data:`COURSE_DIR`: a kernel that
+    rewrote the course's files would reach the next kernel of a warm sandbox).
 
     ``shared``: the warm sandbox, which kernels use one after another. Its root and
     ``/dev`` are read-only (nothing writable but the folders wiped between kernels) and
     its command is PID 1 (it reaps the kernels it forks).
     """
     mounts = (*scratch_tmpfs(), *system_binds(), *bwrap_box.bind(str(run)),
-              *bwrap_box.bind(str(course), COURSE_DIR), *bwrap_box.bind(str(work), workdir))
+              *bwrap_box.ro_bind(str(course), COURSE_DIR), *bwrap_box.bind(str(work), workdir))
     if shared:
         mounts += (*bwrap_box.remount_ro("/"), *bwrap_box.remount_ro("/dev"))
     return bwrap_box.Box(mounts=mounts, chdir=workdir, env=env, as_pid_1=shared)

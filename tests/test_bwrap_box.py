@@ -71,7 +71,9 @@ def test_mount_helpers_default_the_destination_to_the_source():
 
 
 @pytest.mark.parametrize("shared", [False, True])
-def test_a_kernel_writes_only_its_three_folders(shared, tmp_path, monkeypatch):
+def test_a_kernel_writes_only_its_two_folders(shared, tmp_path, monkeypatch):
+    """The run folder and the working folder; the course's files are read-only (red team:
+    a kernel appended ``os._exit`` to them, for the next kernel of the warm sandbox)."""
     monkeypatch.setattr(sandbox, "bwrap", lambda: BWRAP)
     env = sandbox.kernel_env({"PATH": "/usr/bin", "GITHUB_TOKEN": "secret", "TZ": "UTC"},
                              EXTRA="1")
@@ -81,8 +83,8 @@ def test_a_kernel_writes_only_its_three_folders(shared, tmp_path, monkeypatch):
     box = sandbox.kernel_box(run, course, work, "/submission", env, shared=shared)
     line = bwrap_box.command(BWRAP, box, ["python", "-m", "autograder.kernel_launch"])
     assert_isolated(line, "python")
-    assert mounts(line, "--bind") == [(str(run), str(run)), (str(course), sandbox.COURSE_DIR),
-                                      (str(work), "/submission")]
+    assert mounts(line, "--bind") == [(str(run), str(run)), (str(work), "/submission")]
+    assert (str(course), sandbox.COURSE_DIR) in mounts(line, "--ro-bind")
     assert env_of(line) == env
     assert line[line.index("--chdir") + 1] == "/submission"
     # The warm sandbox: kernels follow one another, so nothing else may be written, and

@@ -181,3 +181,17 @@ def test_a_probe_that_moves_the_grader_s_folder_ends_its_sandbox(warm_probes, st
     assert warm_zygotes.warm_probes() is None and not warm_probes.alive()
     answer = torch_probe_process.run(CELLS, calls(), timeout=60, assignment=A)
     assert doubled(answer) == [2.0, 5.0]  # the next learner's probe: full marks
+
+
+# Red team: a kernel appended os._exit to the course's files, for the next kernel of the
+# warm sandbox (they were copied again before it). They are read-only now.
+WRITES = ("import os, torch\ndef writes(x):\n    try:\n"
+          "        open('/opt/autograder-course/autograder/testing.py', 'a').close()\n"
+          "    except OSError as exc:\n        return x * 0 + exc.errno\n    return x * 0\n")
+
+
+def test_a_probe_cannot_change_the_course_s_files(warm_probes):
+    ask = [{"call": "writes", "args": request_node((torch.tensor([0.0]),)), "kwargs": {},
+            "cuda": False}]
+    answer = torch_probe_process.run([WRITES], ask, timeout=60, assignment=A)
+    assert answer["replies"][0]["data"] == [30.0], answer  # EROFS
