@@ -127,12 +127,12 @@ The grader's machinery (never in the learner's kernel):
   kernel gets), what managers share.
 - :mod:`~autograder.scratch` (60 lines): scratch folders named after their process;
   a killed grader's are removed by the next one.
-- :mod:`~autograder.wipe` (100 lines): empties a folder a learner's code wrote,
+- :mod:`~autograder.wipe` (117 lines): empties a folder a learner's code wrote,
   whatever it made there (a tree too deep for ``rmtree``, folders without permissions).
-- :mod:`~autograder.warm_sandbox` (249 lines): the warm sandbox that forks one
+- :mod:`~autograder.warm_sandbox` (260 lines): the warm sandbox that forks one
   kernel per notebook (``Zygote``); :mod:`~autograder.warm_zygotes` (75 lines): this
   process's warm sandboxes, the kernels' and ex05's probes'.
-- :mod:`~autograder.sandboxed_kernel` (284 lines): the kernel manager nbclient
+- :mod:`~autograder.sandboxed_kernel` (300 lines): the kernel manager nbclient
   uses: a kernel started in the sandbox or forked warm, its memory capped.
 - :mod:`~autograder.torch_probe` (219 lines): ex05's probe: torch with its
   attention switched off, then the learner's cells (the script; its sandbox);

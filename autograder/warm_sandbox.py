@@ -257,5 +257,4 @@ class Zygote:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        if self.root.is_dir() and wipe.empty(self.root):
-            self.root.rmdir()
+        wipe.remove(self.root)
