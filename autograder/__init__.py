@@ -119,6 +119,8 @@ The grader's machinery (never in the learner's kernel):
   this process may make memory cgroups, read from /proc.
 - :mod:`~autograder.kernel_memory` (225 lines): the memory cap of a
   grading kernel (a cgroup of its own, or a watchdog).
+- :mod:`~autograder.kernel_messages` (40 lines): the grader's reading of a kernel's
+  Jupyter messages: one it cannot read is a broken protocol, not the grader's failure.
 - :mod:`~autograder.bwrap_box` (102 lines): the one place a bubblewrap command line
   is built: a sandbox described as data (mounts, working folder, environment) and the
   isolation every sandbox gets (pure; tested as data).

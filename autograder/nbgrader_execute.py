@@ -14,9 +14,10 @@ from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
 
 from autograder import kernel_memory, phase_times, sandboxed_kernel
+from autograder.kernel_messages import UnreadableMessage, read_safely
 from autograder.exercises import trusted
-from autograder.trusted_tests import (GRADER_KEY, IOPUB_LATE, TrustedTests, _error, _where,
-                                      record_stopped)
+from autograder.trusted_tests import (GRADER_KEY, IOPUB_LATE, TAMPERING_ERROR, TrustedTests,
+                                      _error, _where, record_stopped)
 
 
 # What one cell's outputs may hold (stream text, each display's data): far above any honest
@@ -48,6 +49,8 @@ class ResilientExecute(Execute):
 
     def preprocess(self, nb, resources, km=None):
         self._dead = False
+        self._after_death = ("DeadKernelError", "the kernel died while running an earlier cell")
+        self.protocol_error = None  # the error output of a broken protocol (unreadable)
         self.made_km = None  # the kernel manager made for this notebook (the sandbox's)
         self.stopped: list[tuple[str, str]] = []  # what stopped its cells (grader's record)
         nb.metadata.pop(GRADER_KEY, None)  # only the grader writes it
@@ -116,8 +119,10 @@ class ResilientExecute(Execute):
     def preprocess_cell(self, cell, resources, index):
         if self._dead:
             if cell.cell_type == "code":
-                cell.outputs = [_error("DeadKernelError",
-                                       "the kernel died while running an earlier cell")]
+                test = is_grade(cell) and not is_solution(cell)
+                ename, said = self._after_death  # a test scores 0 for the cause, as it says
+                cell.outputs = [_error(ename if test or ename == "DeadKernelError" else
+                                       "KernelStopped", said)]
             return cell, self.resources
         tests = getattr(self, "_trusted", None)
         if tests is not None and cell.cell_type == "code":
@@ -141,6 +146,24 @@ class ResilientExecute(Execute):
             self.stopped.append(("DeadKernelError", _where(cell)))
             cell.outputs.append(self._death_output(cell, "this cell"))
             return cell, self.resources
+        except UnreadableMessage as exc:
+            cell.outputs.append(self.unreadable(exc, cell))
+            return cell, self.resources
+
+    def unreadable(self, exc: UnreadableMessage, cell):
+        """The error output of the cell during which the kernel sent a message the grader
+        cannot read (:mod:`autograder.kernel_messages`): a broken protocol; no later cell
+        runs (the kernel is stopped with the notebook)."""
+        self._dead = True
+        self._after_death = (TAMPERING_ERROR, "not run: the kernel broke the protocol earlier")
+        self.protocol_error = _error(TAMPERING_ERROR,
+                                     f"the kernel sent {exc} while running {_where(cell)}")
+        return self.protocol_error
+
+    def create_kernel_manager(self):
+        km = super().create_kernel_manager()
+        read_safely(km)  # before it starts: its clients share the session
+        return km
 
     def _death_output(self, cell, what: str):
         """The error output of the cell the kernel died in; a death by the memory cap is

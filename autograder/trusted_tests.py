@@ -22,6 +22,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from autograder import checker, probe
 from autograder.kernel_client import SERVING
+from autograder.kernel_messages import UnreadableMessage
 from autograder.session import Session
 from autograder.session_errors import CheckStopped, ProtocolError, TimeLimit
 
@@ -86,6 +87,7 @@ class TrustedTests:
             cell.outputs = [nbformat.v4.new_output(
                 "stream", name="stdout", text="(this cell's output is not shown: it ran after "
                 "hidden tests sent their inputs to your code)\n")] + [
+                o if o is ex.protocol_error else  # the grader's, not the learner's
                 _error(_builtin_name(o.get("ename")), "(its message is not shown either)")
                 for o in cell.outputs if o.get("output_type") == "error"]
         return cell, resources
@@ -124,6 +126,9 @@ class TrustedTests:
             cell.outputs = call.outputs + [ex._death_output(cell, "this test")]
             raise CheckStopped("the kernel died while the checker ran this "
                                             "test") from None
+        except UnreadableMessage as exc:  # the executor stops the kernel, as for a death
+            cell.outputs = call.outputs + [ex.unreadable(exc, cell)]
+            raise CheckStopped("the kernel broke the protocol") from None
         finally:
             self._outputs = call.outputs
             ex._checker_bounded = None

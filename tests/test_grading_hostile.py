@@ -1,6 +1,7 @@
 """Hostile submissions found by the adversarial review, graded in one class run beside a
 correct one: memory the kernel's resource limits do not count (shared memory, tmpfs files),
-a cell printing 200 MB, a JSON bomb, a notebook of too many cells. Each gets the status the
+a cell printing 200 MB, a JSON bomb, a notebook of too many cells, Jupyter messages the
+grader cannot read. Each gets the status the
 contract names, and the correct submission beside them its full score.
 
 The memory cap is applied by a memory cgroup per kernel where the grader can make one, and
@@ -73,7 +74,9 @@ def class_run(tmp_path_factory):
     corpus = {"correct": filled_notebook(A), "huge_output": _with_cell("huge_output"),
               "json_bomb": _json_bomb(), "many_cells": _many_cells(submission.MAX_CELLS + 1),
               "long_source": _long_source(),
-              "at_the_cell_limit": _many_cells(submission.MAX_CELLS)}
+              "at_the_cell_limit": _many_cells(submission.MAX_CELLS),
+              "deep_message": _with_cell("deep_message", after="test_softmax_empty"),
+              "replayed_message": _with_cell("replayed_message", after="test_softmax_empty")}
     root = tmp_path_factory.mktemp("hostile")
     proc, rows, tests = _run(root, corpus)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -114,6 +117,26 @@ def test_huge_output_is_cut_and_every_test_keeps_its_points(class_run):
     assert sum(map(len, texts)) < 2 * MAX_CELL_OUTPUT
     assert any("[output cut: this cell's output passed 1 MiB" in t for t in texts)
     assert (ws / row["feedback"]).is_file()
+
+
+@pytest.mark.parametrize("student, said", [
+    ("deep_message", "a message nested deeper than the grader reads"),
+    ("replayed_message", "a message the grader cannot read (ValueError: Duplicate Signature"),
+])
+def test_a_kernel_message_the_grader_cannot_read_is_tampering_for_that_learner(
+        class_run, student, said):
+    """A learner's kernel can sign anything: a display nested 1,500 deep, a message sent
+    twice. Either is a broken protocol (status tampering, the cell named), not the grader's
+    own failure ('error', retried on every run): the three tests before it keep their
+    points, the later ones score 0, and the correct learner graded next gets full marks."""
+    rows, tests, _ = class_run
+    row = rows[student]
+    assert row["status"] == "tampering", row
+    assert said in row["detail"] and "while running a cell of your own" in row["detail"], row
+    assert float(row["score"]) == 3.0, row
+    mine = {test: float(t["score"]) for test, t in tests[student].items()}
+    assert mine["test_softmax_empty"] == 1.0 and mine["test_attention_worked_example"] == 0.0
+    assert rows["correct"]["status"] == "graded" and float(rows["correct"]["score"]) == FULL
 
 
 @pytest.mark.parametrize("student, reason", [

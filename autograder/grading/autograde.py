@@ -75,13 +75,16 @@ def output_events(nb: nbformat.NotebookNode) -> dict[str, list[str]]:
     return events
 
 
-def tampering_found(nb: nbformat.NotebookNode) -> str:
-    """What the checker saw break its protocol (the first ``TamperingDetected`` error's text)."""
+def tampering_found(nb: nbformat.NotebookNode) -> tuple[str, int]:
+    """What the checker saw break its protocol (the first ``TamperingDetected`` error's
+    text), and the number of test cells that have such an error."""
+    said, tests = "", 0
     for c in nb.cells:
-        for out in c.get("outputs", []):
-            if out.get("ename") == "TamperingDetected":
-                return str(out.get("evalue", ""))
-    return ""
+        errors = [o for o in c.get("outputs", []) if o.get("ename") == "TamperingDetected"]
+        said = said or (str(errors[0].get("evalue", "")) if errors else "")
+        meta = nbgrader_meta(c)
+        tests += bool(errors and meta.get("grade") and not meta.get("solution"))
+    return said, tests
 
 
 def grade_one(api, sub: Submission, workspace: Path) -> Row:
@@ -141,9 +144,8 @@ def events_of(autograded: nbformat.NotebookNode, restored: list[str]) -> dict[St
     if "MemoryError" in errors:
         events[Status.OUT_OF_MEMORY] = f"MemoryError in {', '.join(errors['MemoryError'])}"
     if "TamperingDetected" in errors:  # the checker's protocol broken (autograder.checker)
-        events[Status.TAMPERING] = (f"{tampering_found(autograded)}: "
-                                    f"{len(errors['TamperingDetected'])} test(s) from there on "
-                                    "scored 0")
+        said, tests = tampering_found(autograded)
+        events[Status.TAMPERING] = f"{said}: {tests} test(s) from there on scored 0"
     if "CellTimeoutError" in errors:
         events[Status.TIMEOUT] = (f"cells stopped after the time limit: "
                                   f"{', '.join(errors['CellTimeoutError'])}")
