@@ -127,8 +127,8 @@ The grader's machinery (never in the learner's kernel):
 - :mod:`~autograder.sandbox` (242 lines): the bubblewrap sandbox of grading
   kernels: its rules (system binds, a kernel's box and environment, the course files a
   kernel gets), what managers share.
-- :mod:`~autograder.scratch` (60 lines): scratch folders named after their process;
-  a killed grader's are removed by the next one.
+- :mod:`~autograder.scratch` (89 lines): scratch folders named after their process;
+  a killed grader's are removed by the next one; a kernel's in ``/dev/shm`` (memory).
 - :mod:`~autograder.wipe` (117 lines): empties a folder a learner's code wrote,
   whatever it made there (a tree too deep for ``rmtree``, folders without permissions).
 - :mod:`~autograder.warm_sandbox` (260 lines): the warm sandbox that forks one

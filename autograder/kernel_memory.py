@@ -17,11 +17,16 @@ pages), files written to the sandbox's ``/tmp`` or ``/dev/shm`` (tmpfs, that is 
   ``kernel-died`` (:func:`oom_killed`);
 - the sandbox's ``/tmp`` and ``/dev/shm`` are tmpfs mounts of at most M bytes each
   (bubblewrap's ``--size``, :func:`autograder.sandbox.tmpfs_size_args`), with or without a cgroup;
+  the two folders it may write besides, its working folder (the submission's copy) and its
+  connection folder, are in the host's ``/dev/shm`` where that is a tmpfs with room
+  (:func:`autograder.scratch.memory_root`): memory as well, charged to the kernel's cgroup,
+  never the host's disk;
 - where no cgroup can be made, a thread of the grader (:class:`Watchdog`) adds up, every
   :data:`WATCH_INTERVAL` seconds, the resident anonymous and shared memory of every process
-  of the kernel's sandbox and what its ``/tmp`` and ``/dev/shm`` hold, and kills the kernel
-  past M (the status is ``out-of-memory`` too). It samples: memory touched faster than it
-  looks can exceed M by what is written in one interval, never by gigabytes.
+  of the kernel's sandbox and what its ``/tmp``, ``/dev/shm``, working folder and connection
+  folder hold, and kills the kernel past M (the status is ``out-of-memory`` too). It
+  samples: memory touched faster than it looks can exceed M by what is written in one
+  interval, never by gigabytes.
   :func:`mode` says which applies.
 """
 
@@ -37,6 +42,7 @@ from autograder.cgroups import (
 
 MIB = 2**20
 WATCH_INTERVAL = 0.05
+ENTRY_BYTES = 1024  # what a file or folder counts at least (its inode) in folder_bytes
 _CAP = [0]  # bytes; 0: no cap (``check``, a test calling nbgrader directly)
 
 
@@ -147,10 +153,31 @@ def _kib(status: str, field: str) -> int:
     return 0
 
 
-def resident_bytes(pids: list[int], roots: list[str]) -> int:
-    """Resident anonymous and shared memory of ``pids`` plus what the tmpfs folders
-    ``roots`` hold (a shared page counts once per process mapping it)."""
-    total = 0
+def folder_bytes(folder: str, stop_after: int) -> int:
+    """The bytes the files under ``folder`` take (allocated blocks; each entry at least
+    :data:`ENTRY_BYTES`, its inode), counted until more than ``stop_after``: a folder on a
+    tmpfs that holds others' folders too, whose own usage no statvfs gives."""
+    total, todo = 0, [folder]
+    while todo and total <= stop_after:
+        try:
+            with os.scandir(todo.pop()) as entries:
+                for e in entries:
+                    st = e.stat(follow_symlinks=False)
+                    total += max(st.st_blocks * 512, ENTRY_BYTES)
+                    if e.is_dir(follow_symlinks=False):
+                        todo.append(e.path)
+                    if total > stop_after:
+                        break
+        except OSError:
+            continue
+    return total
+
+
+def resident_bytes(pids: list[int], roots: list[str], folders: list[str] = ()) -> int:
+    """Resident anonymous and shared memory of ``pids`` plus what the tmpfs mounts
+    ``roots`` and the folders ``folders`` hold (a shared page counts once per process
+    mapping it)."""
+    total = sum(folder_bytes(f, _CAP[0] or 2**62) for f in folders)
     for pid in pids:
         try:
             with open(f"/proc/{pid}/status", encoding="ascii") as f:
@@ -169,11 +196,13 @@ def resident_bytes(pids: list[int], roots: list[str]) -> int:
 
 class Watchdog(threading.Thread):
     """Where no cgroup can be made: kill the kernel once the resident memory of its
-    processes (``pids()``) and its tmpfs folders (``roots()``) pass ``limit``."""
+    processes (``pids()``), its tmpfs mounts (``roots()``) and the folders it may write
+    outside them (``folders()``) pass ``limit``."""
 
-    def __init__(self, limit: int, pids, roots, kill):
+    def __init__(self, limit: int, pids, roots, kill, folders=list):
         super().__init__(daemon=True, name="autograder-memory-watchdog")
         self.limit, self._pids, self._roots, self._kill = limit, pids, roots, kill
+        self._folders = folders
         self.fired = False
         self.peak = 0
         self._stop = threading.Event()
@@ -181,7 +210,7 @@ class Watchdog(threading.Thread):
     def run(self) -> None:
         while not self._stop.wait(WATCH_INTERVAL):
             try:
-                used = resident_bytes(self._pids(), self._roots())
+                used = resident_bytes(self._pids(), self._roots(), self._folders())
             except Exception:  # noqa: BLE001 - a process gone between two reads
                 continue
             self.peak = max(self.peak, used)

@@ -39,11 +39,9 @@ def _kernel_args(cmd: list[str]) -> list[str]:
 
 
 def _fast_reconnect():
-    """A ZMQ context whose sockets retry a failed connection every 5 ms instead of 100 ms.
-
-    The grader connects to a kernel's ``ipc`` sockets as soon as the kernel is started, before
-    the kernel has made them; ZMQ's default 100 ms between tries was most of the time a
-    kernel took to answer (benchmarks/bench_grading.py --profile)."""
+    """A ZMQ context whose sockets retry a failed connection every 5 ms, not 100 ms: the
+    grader connects to a kernel's ``ipc`` sockets before the kernel has made them, and ZMQ's
+    100 ms was most of a kernel's start (benchmarks/bench_grading.py --profile)."""
     import zmq
     import zmq.asyncio
 
@@ -95,8 +93,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     nbclient creates one per notebook; the kernel's working folder (nbclient's ``cwd``,
     the submission's folder) is copied to a scratch folder that is mounted in its place.
-    ``assignment`` names the exercise (what its kernel gets of the course, what the warm
-    sandbox preloads).
+    ``assignment`` names the exercise (its kernel's course files, the warm sandbox's preload).
     """
 
     assignment: str = ""
@@ -133,7 +130,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._zygote_kernel = self._zygote.count  # what this manager may release
             self.scratch = None
         else:
-            self.scratch = scratch_dir("autograder-kernel-")
+            self.scratch = scratch_dir("autograder-kernel-", in_memory=True)
             run, name = self.scratch / "run", "kernel"
             run.mkdir()
         self.transport = "ipc"
@@ -194,7 +191,8 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._reconcile_connection_info(prov.connection_info)
         if self._cgroup is None and kernel_memory.cap():
             self._watchdog = kernel_memory.Watchdog(
-                kernel_memory.cap(), self._kernel_pids, self._kernel_tmpfs, self._kill_all)
+                kernel_memory.cap(), self._kernel_pids, self._kernel_tmpfs, self._kill_all,
+                self._kernel_folders)
             self._watchdog.start()
 
     def _kernel_pids(self) -> list[int]:
@@ -215,6 +213,10 @@ class SandboxedKernelManager(AsyncKernelManager):
         pids = self._kernel_pids()
         return [f"/proc/{pids[0]}/root{d}" for d in ("/tmp", "/dev/shm")] if pids else []
 
+    def _kernel_folders(self) -> list[str]:
+        root = self._zygote.root if getattr(self, "_zygote", None) else self.scratch
+        return [str(root / "work"), str(root / "run")] if root else []  # outside its tmpfs
+
     def _kill_all(self) -> None:
         """SIGKILL to the kernel and every process it started (the memory cap)."""
         for pid in reversed(self._kernel_pids()):
@@ -232,8 +234,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         return bool(watchdog is not None and watchdog.fired) or getattr(self, "_oom", False)
 
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
-        # jupyter_client looks every 0.1 s whether a killed kernel has exited; a kernel of
-        # the sandbox is gone within milliseconds, and each look costs microseconds.
+        # jupyter_client looks every 0.1 s whether a killed kernel exited: ours go in ms.
         await super()._async_wait(pollinterval=min(pollinterval, 0.005))
 
     async def interrupt_kernel(self) -> None:
@@ -268,9 +269,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         if not restart:
             self._remove_scratch()
 
-    # nbclient cleans up a kernel that died (os._exit, a crash, killed past its time limit)
-    # with ``cleanup_resources``, which AsyncKernelManager binds to the base class's
-    # coroutine: without this, a dead kernel's sandbox was released only by ``__del__``.
+    # nbclient cleans up a dead kernel with ``cleanup_resources``, bound by AsyncKernelManager
+    # to the base class's coroutine: else a dead kernel's sandbox was released by __del__ only.
     cleanup_resources = _async_cleanup_resources
 
     def _remove_scratch(self) -> None:

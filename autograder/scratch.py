@@ -1,5 +1,6 @@
 """Scratch folders that outlive no grader (issue 24): a folder under the temporary
-directory named after the process that made it, ``<prefix><pid>-<random>``.
+directory (or ``/dev/shm``, for what a kernel writes) named after the process that made it,
+``<prefix><pid>-<random>``.
 
 A grader removes its folders when it ends. One killed with SIGKILL (a Dask worker stopped, a
 test run cut short) cannot, so each new folder of a prefix first removes the folders of that
@@ -21,11 +22,38 @@ from autograder import wipe
 STALE_AFTER = 3600.0  # seconds since the folder last changed
 
 
-def scratch_dir(prefix: str) -> Path:
+SHM = Path("/dev/shm")
+MIN_FREE_IN_MEMORY = 2**30  # bytes /dev/shm must have free to hold kernels' folders
+
+
+def scratch_dir(prefix: str, in_memory: bool = False) -> Path:
     """A new folder ``<tmp>/<prefix><pid>-<random>``, once the stale ones of ``prefix`` are
-    gone (:func:`sweep`)."""
-    sweep(prefix)
-    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+    gone (:func:`sweep`).
+
+    ``in_memory``: in ``/dev/shm`` where it is a tmpfs this process may write with at least
+    :data:`MIN_FREE_IN_MEMORY` free (:func:`memory_root`), for the folders a learner's kernel
+    writes: what a process writes to a tmpfs is memory charged to its memory cgroup, so the
+    kernel's memory cap bounds it, where a folder on disk could fill the disk."""
+    root = memory_root() if in_memory else None
+    sweep(prefix, root)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=root))
+
+
+def memory_root(mounts: str | None = None) -> Path | None:
+    """``/dev/shm`` when it is a tmpfs (per ``mounts``, the text of /proc/self/mounts) that
+    this process may write and that has :data:`MIN_FREE_IN_MEMORY` free; else None."""
+    if mounts is None:
+        try:
+            with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+                mounts = f.read()
+        except OSError:
+            return None
+    kinds = [ln.split()[2] for ln in mounts.splitlines()
+             if len(ln.split()) > 2 and ln.split()[1] == str(SHM)]
+    if not kinds or kinds[-1] != "tmpfs" or not os.access(SHM, os.W_OK | os.X_OK):
+        return None
+    st = os.statvfs(SHM)
+    return SHM if st.f_bavail * st.f_frsize >= MIN_FREE_IN_MEMORY else None
 
 
 def sweep(prefix: str, root: Path | None = None, now: float | None = None) -> list[Path]:

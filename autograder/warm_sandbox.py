@@ -94,7 +94,7 @@ class Zygote:
 
     def __init__(self, preload: tuple[str, ...] = (), wait: bool = True):
         self.preload = preload
-        self.root = scratch_dir("autograder-zygote-")
+        self.root = scratch_dir("autograder-zygote-", in_memory=True)  # capped writes
         for d in ("run", "course", "work"):
             (self.root / d).mkdir()
         self.count = 0

@@ -58,7 +58,8 @@ def _long_source():
 
 
 MEMORY_HOGS = {"shm_files": _with_cell("shm_files"), "tmp_files": _with_cell("tmp_files"),
-               "shared_mmap": _with_cell("shared_mmap"), "daemon_mmap": _with_cell("daemon_mmap")}
+               "shared_mmap": _with_cell("shared_mmap"), "daemon_mmap": _with_cell("daemon_mmap"),
+               "disk_files": _with_cell("disk_files")}
 
 
 def _run(root: Path, corpus: dict, env: dict | None = None, memory_mb: int = 4096):
@@ -178,6 +179,26 @@ def test_the_resident_memory_sum_counts_tmpfs_and_shared_pages(tmp_path):
     assert after - before >= 60 << 20, (before, after)
     assert kernel_memory.mode() in ("watchdog", "cgroup v1", "cgroup v2")
     assert (kernel_memory.mode() == "watchdog") == (cgroups.cgroup_error() is not None)
+
+
+def test_the_watchdog_counts_a_kernel_s_folders_blocks_and_entries(tmp_path):
+    """A folder on a tmpfs that others share (statvfs says nothing of it): its files'
+    allocated blocks (fallocate included), each entry at least its inode's KiB, counted
+    until past the cap and no further (a learner's million files cost one scan)."""
+    (tmp_path / "sub").mkdir()
+    with open(tmp_path / "sub" / "big", "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, 8 << 20)
+    for i in range(100):
+        (tmp_path / f"empty{i}").touch()
+    counted = kernel_memory.folder_bytes(str(tmp_path), 2**40)
+    assert (8 << 20) + 101 * kernel_memory.ENTRY_BYTES <= counted <= (9 << 20), counted
+    for i in range(1000):
+        (tmp_path / "sub" / f"more{i}").touch()
+    assert kernel_memory.folder_bytes(str(tmp_path / "sub"), 10 * kernel_memory.ENTRY_BYTES) \
+        in (11 * kernel_memory.ENTRY_BYTES, (8 << 20))  # stopped at the first entry past it
+    assert kernel_memory.resident_bytes([], [], [str(tmp_path)]) == \
+        kernel_memory.folder_bytes(str(tmp_path), 2**40) >= counted + 1000 * 1024
+    assert kernel_memory.folder_bytes(str(tmp_path / "gone"), 2**40) == 0
 
 
 def test_output_arriving_late_is_never_called_a_timeout():

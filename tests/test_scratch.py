@@ -57,3 +57,31 @@ def test_a_learner_tree_too_deep_for_rmtree_does_not_stop_the_next_grader(tmp_pa
     os.utime(orphan, (now - 7200, now - 7200))
     assert scratch.sweep(PREFIX, root=tmp_path, now=now) == [orphan]
     assert not orphan.exists()
+
+
+SHM_TMPFS = "tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0\n"
+
+
+def test_kernels_folders_go_to_dev_shm_only_where_it_is_a_tmpfs_with_room(monkeypatch):
+    """What a kernel writes must be memory (charged to its cgroup, bounded by its cap), so
+    its folders go to /dev/shm where that is a tmpfs it may write with a GiB free; a
+    /dev/shm on disk, missing or too small (a container's 64 MiB) keeps the disk."""
+    free = {"bytes": 2 * scratch.MIN_FREE_IN_MEMORY}
+    monkeypatch.setattr(scratch.os, "access", lambda path, mode: True)
+    monkeypatch.setattr(scratch.os, "statvfs", lambda path: os.statvfs_result(
+        (4096, 4096, 0, 0, free["bytes"] // 4096, 0, 0, 0, 0, 255)))
+    assert scratch.memory_root(SHM_TMPFS) == scratch.SHM
+    assert scratch.memory_root("/dev/vda1 /dev/shm ext4 rw 0 0\n") is None
+    assert scratch.memory_root("tmpfs /dev/shmx tmpfs rw 0 0\n") is None
+    assert scratch.memory_root(SHM_TMPFS + "/dev/vda1 /dev/shm ext4 rw 0 0\n") is None  # on top
+    free["bytes"] = 64 << 20
+    assert scratch.memory_root(SHM_TMPFS) is None
+
+
+def test_a_folder_in_memory_is_made_there_and_its_orphans_swept(tmp_path, monkeypatch):
+    monkeypatch.setattr(scratch, "memory_root", lambda: tmp_path)
+    now = 1_000_000_000.0
+    orphan = folder(tmp_path, f"{PREFIX}{dead_pid()}-abc", 2 * scratch.STALE_AFTER, now)
+    made = scratch.scratch_dir(PREFIX, in_memory=True)
+    assert made.parent == tmp_path and made.name.startswith(f"{PREFIX}{os.getpid()}-")
+    assert not orphan.exists()

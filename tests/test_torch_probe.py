@@ -164,13 +164,14 @@ def test_a_tree_too_deep_for_rmtree_is_wiped_before_the_next_probe(warm_probes, 
     assert doubled(answer) == [2.0, 5.0] and not started  # all forked, full marks
 
 
-# The grader binds its run folder at /tmp/autograder-zygote-*/run in the sandbox: a probe
-# can rename the folder above it. Kept as a mount point wherever it went, the sandbox
-# counted as clean and went on, and the next probe's run folder was not where the grader
-# put it. A mount point moved now ends the sandbox: the next probe runs in a fresh one.
-MOVES = ("import os\nfor name in os.listdir('/tmp'):\n"
-         "    if name.startswith('autograder-'):\n"
-         "        os.rename('/tmp/' + name, '/tmp/moved-' + name)\n")
+# The grader binds its run folder at /dev/shm/autograder-zygote-*/run (or /tmp/...) in the
+# sandbox: a probe can rename the folder above it. Kept as a mount point wherever it went,
+# the sandbox counted as clean and went on, and the next probe's run folder was not where
+# the grader put it. A mount point moved now ends the sandbox: the next probe runs in a
+# fresh one.
+MOVES = ("import os\nfor top in ('/tmp/', '/dev/shm/'):\n    for name in os.listdir(top):\n"
+         "        if name.startswith('autograder-'):\n"
+         "            os.rename(top + name, top + 'moved-' + name)\n")
 
 
 def test_a_probe_that_moves_the_grader_s_folder_ends_its_sandbox(warm_probes, started):

@@ -153,8 +153,8 @@ def events_of(autograded: nbformat.NotebookNode, restored: list[str]) -> dict[St
 
 
 def _out_of_memory(where: list[str], kernel_died: bool) -> str:
-    counted = (f"the memory cap ({kernel_memory.cap() // 2**20} MiB, shared memory and "
-               "/tmp, /dev/shm files included)")
+    counted = (f"the memory cap ({kernel_memory.cap() // 2**20} MiB, shared memory and the "
+               "files in /tmp, /dev/shm and the working folder included)")
     if kernel_died:
         return (f"the kernel used more than {counted} and was stopped in {', '.join(where)}; "
                 "later tests scored 0")
