@@ -129,8 +129,9 @@ The grader's machinery (never in the learner's kernel):
   kernel gets), what managers share.
 - :mod:`~autograder.scratch` (89 lines): scratch folders named after their process;
   a killed grader's are removed by the next one; a kernel's in ``/dev/shm`` (memory).
-- :mod:`~autograder.wipe` (117 lines): empties a folder a learner's code wrote,
-  whatever it made there (a tree too deep for ``rmtree``, folders without permissions).
+- :mod:`~autograder.wipe` (157 lines): empties a folder a learner's code wrote,
+  whatever it made there (a tree too deep for ``rmtree``, folders without permissions),
+  and gives the folders kept their permissions back.
 - :mod:`~autograder.warm_sandbox` (260 lines): the warm sandbox that forks one
   kernel per notebook (``Zygote``); :mod:`~autograder.warm_zygotes` (75 lines): this
   process's warm sandboxes, the kernels' and ex05's probes'.

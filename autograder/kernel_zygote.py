@@ -18,12 +18,12 @@ sandbox's PID 1, ``--as-pid-1``), before any learner code runs, this process:
      the imports. Answer: ``{"pid": PID}`` (its PID in the sandbox). With ``"probe":
      {"source", "request", "answer", "cpu"}``, the child runs ex05's probe script instead
      (:func:`_probe`; the probes' warm sandbox, which holds no kernel);
-   - ``{"clean": true}``: kill every other process of the sandbox (the kernel's leftovers:
-     background processes, daemons), wait for them, remove everything in ``/tmp`` and
-     ``/dev/shm`` (:func:`autograder.wipe.empty`: trees of any depth) and the System V
+   - ``{"clean": true}``: kill every other process of the sandbox (the kernel's leftovers),
+     wait for them, remove everything in ``/tmp`` and ``/dev/shm`` (:func:`autograder.wipe.
+     empty`: trees of any depth; kept folders get their permissions back) and the System V
      IPC objects. Answer: ``{"clean": N, "wiped": BOOL}`` (processes killed; whether both
-     folders are empty and the grader's mount points where they were: if not, the grader
-     ends this sandbox).
+     folders are empty, the grader's mount points where and as they were: if not, the
+     grader ends this sandbox).
 
    When a kernel exits, ``{"exit": PID, "status": CODE}`` is sent (a signal is ``-SIGNUM``).
 
@@ -41,6 +41,7 @@ import resource
 import signal
 import socket
 import sys
+import time
 
 from autograder import wipe
 
@@ -59,8 +60,7 @@ def _preload(modules: list[str]) -> None:
     """Import what a kernel imports; no ZMQ context, no thread (fork copies neither)."""
     import importlib
 
-    # ipykernel.debugger (debugpy, pydevd) is what every kernel imports when it starts:
-    # 0.13 s of each kernel's start-up otherwise (benchmarks/bench_grading.py --profile).
+    # ipykernel.debugger (debugpy): 0.13 s of each kernel's start otherwise (bench --profile)
     for name in ("numpy", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
                  "ipykernel.debugger", "IPython.core.interactiveshell", "IPython.core.completer",
                  *modules):
@@ -77,10 +77,9 @@ def _preload(modules: list[str]) -> None:
 
 
 def _warm_tracebacks() -> None:
-    """Format one traceback as a kernel's shell does (IPython's Context mode, colours): the
-    imports (stack_data, pygments' lexer), the compiled highlighting rules and the
-    file-to-module map of ``inspect.getmodule`` are then made once here, not in every kernel
-    whose tests fail (a failing test's traceback is formatted twice by IPython)."""
+    """Format one traceback as a kernel's shell does (IPython's Context mode, colours): its
+    imports, highlighting rules and ``inspect.getmodule``'s file map are made once here, not
+    in every kernel whose tests fail (IPython formats a failing test's traceback twice)."""
     import json
 
     from IPython.core.ultratb import AutoFormattedTB
@@ -106,13 +105,12 @@ def _mounts() -> list[str]:
         return []
 
 
-def _clean(reap, run_dir: str, mounts: list[str]) -> dict:
+def _clean(reap, run_dir: str, mounts: list[str], modes: dict[str, int]) -> dict:
     """Kill every process but this one (it is PID 1: they are all the kernels'), wait for
-    them, and empty /tmp (but ``run_dir`` and ``mounts``, the mount points at the start),
-    /dev/shm and System V IPC. Returns how many were killed (``clean``) and whether both
-    folders are empty now and every mount point is where it was (``wiped``)."""
-    import time
-
+    them, give the kept folders their ``modes`` back and empty /tmp (but ``run_dir`` and
+    ``mounts``, the mount points at the start), /dev/shm and System V IPC. Returns how many
+    were killed (``clean``) and whether both folders are empty now and every mount point is
+    where and as it was (``wiped``)."""
     killed = 0
     for _ in range(1000):  # a process forking as fast as it can: kill until none is left
         pids = _others()
@@ -126,10 +124,10 @@ def _clean(reap, run_dir: str, mounts: list[str]) -> dict:
                 pass
         reap()
         time.sleep(0.001)
-    # The grader's binds stay (the run folder, a course under /tmp), where they were: one
-    # a kernel moved (its folder renamed) would hide the next kernel's files from it.
+    # The grader's binds stay where they were: one moved would hide the next kernel's files.
     keep, moved = [run_dir, *mounts], _mounts() != mounts
-    wiped = [wipe.empty(folder, keep=keep) for folder in ("/tmp", "/dev/shm")]
+    wiped = [wipe.restore_modes(modes)]  # first: a folder the kernel made 000 is emptied too
+    wiped += [wipe.empty(folder, keep=keep) for folder in ("/tmp", "/dev/shm")]
     if os.path.exists("/usr/bin/ipcrm"):  # shared memory, semaphores, message queues
         pid = os.fork()
         if pid == 0:
@@ -193,10 +191,9 @@ def _child(conn: socket.socket, wake: tuple[int, int], request: dict) -> None:
 
 
 def _probe(probe: dict) -> None:
-    """In a forked probe (ex05's, from the probes' warm sandbox): run ``probe["source"]``
-    (:data:`autograder.torch_probe.RUNNER`, sent by the grader) as ``python -I -c`` runs it
-    in a fresh probe process, under a CPU limit of ``probe["cpu"]`` seconds, with the
-    request file on stdin, the answer file (created here) on stdout, stderr discarded."""
+    """In a forked probe (ex05's): run ``probe["source"]`` (:data:`autograder.torch_probe.
+    RUNNER`) as ``python -I -c`` runs it in a fresh probe, under a CPU limit of ``probe["cpu"]``
+    s, the request file on stdin, the answer file (made here) on stdout, stderr discarded."""
     resource.setrlimit(resource.RLIMIT_CPU, (probe["cpu"], probe["cpu"] + 1))  # as limits._LIMITS
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     for fd, path, flags in ((0, probe["request"], os.O_RDONLY),
@@ -222,6 +219,9 @@ class _Server:
     def __init__(self, conn: socket.socket, run_dir: str):
         self.conn, self.run_dir, self.kernels, self.buffer = conn, run_dir, set(), b""
         self.mounts = _mounts()  # before any kernel: the grader's binds, where it put them
+        inside = [p for p in (run_dir, *self.mounts) if p.startswith(("/tmp/", "/dev/shm/"))]
+        self.modes = wipe.modes(["/tmp", *inside], "/tmp") | wipe.modes(["/dev/shm", *inside],
+                                                                         "/dev/shm")
         self.wake = os.pipe()
         os.set_blocking(self.wake[0], False)
         os.set_blocking(self.wake[1], False)
@@ -254,7 +254,7 @@ class _Server:
             self.kernels.add(pid)
             self.send({"pid": pid})
         elif request.get("clean"):
-            self.send(_clean(self.reap, self.run_dir, self.mounts))
+            self.send(_clean(self.reap, self.run_dir, self.mounts, self.modes))
             self.reap()
 
     def serve(self) -> int:

@@ -97,6 +97,7 @@ class Zygote:
         self.root = scratch_dir("autograder-zygote-", in_memory=True)  # capped writes
         for d in ("run", "course", "work"):
             (self.root / d).mkdir()
+        self.modes = wipe.modes([self.root / d for d in ("run", "course", "work")], self.root)
         self.count = 0
         self.exits: dict[int, int] = {}
         self.replies: list[dict] = []
@@ -243,6 +244,7 @@ class Zygote:
             self.wait_ready()
             self._send({"clean": True})
             wiped = self._reply("clean").get("wiped", False)
+        wiped = wipe.restore_modes(self.modes) and wiped  # a kernel's chmod of its folders
         for d in ("run", "course", "work"):  # the mount points stay, their contents go
             wiped = wipe.empty(self.root / d) and wiped
         if not wiped:

@@ -57,6 +57,46 @@ def remove(path: str | os.PathLike) -> bool:
     return True
 
 
+def modes(paths, top: str) -> dict[str, int]:
+    """The permission bits of each of ``paths`` that exists and, for one inside the folder
+    ``top``, of every folder above it up to ``top`` (what :func:`restore_modes` puts back):
+    the folders a kernel uses and cannot remove (mount points, the folders above them),
+    which it can still ``chmod``."""
+    top, found = os.path.normpath(top), {}
+    for path in paths:
+        path = os.path.normpath(os.fspath(path))
+        while path not in found:
+            try:
+                found[path] = os.lstat(path).st_mode & 0o7777
+            except OSError:
+                break
+            if path == top or not path.startswith(top.rstrip(os.sep) + os.sep):
+                break
+            path = os.path.dirname(path)
+    return found
+
+
+def restore_modes(kept: dict[str, int]) -> bool:
+    """Give each folder of ``kept`` (from :func:`modes`) its recorded permission bits back
+    and no POSIX ACL (red team: a kernel made its connection folder read-only, and the next
+    learner's kernel could not make its sockets there: kernel-died, 0 points); whether every
+    one has them now. Never raises."""
+    ok = True
+    for path, mode in kept.items():
+        for acl in ("system.posix_acl_access", "system.posix_acl_default"):
+            try:
+                os.removexattr(path, acl, follow_symlinks=False)
+            except OSError:
+                pass  # none, or a file system without ACLs
+        try:
+            if os.lstat(path).st_mode & 0o7777 != mode:
+                os.chmod(path, mode, follow_symlinks=False)
+            ok = ok and os.lstat(path).st_mode & 0o7777 == mode
+        except (OSError, NotImplementedError):
+            ok = False
+    return ok
+
+
 def mount_points(mountinfo: str) -> list[str]:
     """The mount points a ``/proc/<pid>/mountinfo`` text lists (its fifth field, with
     ``\\040`` and the like for a space, a tab, a newline, a backslash): what a clean-up of

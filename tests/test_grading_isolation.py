@@ -62,6 +62,15 @@ print('left behind:', os.listdir('.'), os.listdir('/tmp'), os.listdir('/dev/shm'
 print('shared memory id', shm)
 """ + SANDBOX_ID
 
+# Red team: the folders a kernel uses and cannot remove, made read-only (its last cell): the
+# next learner's kernel could not make its sockets in the connection folder (kernel-died).
+LOCK = """\
+import os
+run = os.environ['JUPYTER_RUNTIME_DIR']
+for folder in (run, os.path.dirname(run), '.', '/tmp', '/dev/shm'):
+    os.chmod(folder, 0o555)
+"""
+
 INSPECT = """\
 import json, os, sys
 import numpy
@@ -82,6 +91,10 @@ for path in ('left_behind.txt', '/tmp/left_behind.txt', '/dev/shm/left_behind', 
              '/tmp/deep'):
     if os.path.exists(path):
         found.append(path)
+run = os.environ['JUPYTER_RUNTIME_DIR']
+for folder in (run, os.path.dirname(run), '.', '/tmp', '/dev/shm'):
+    if not os.access(folder, os.W_OK):
+        found.append('read-only ' + folder)
 with open('/proc/sysvipc/shm') as f:
     if any(line.split()[0] == str(0x1607) for line in f.readlines()[1:]):
         found.append('shared memory')
@@ -120,7 +133,7 @@ def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("isolation")
     # Graded in this order (sorted ids) by one worker: a's kernel, then b's.
     write_submission(root / "submitted", "a-polluter", A,
-                     _after(filled_notebook(A), "setup", POLLUTE))
+                     _after(_after(filled_notebook(A), "setup", POLLUTE), "test_kc3", LOCK))
     # The inspection runs before the first test (the output of a cell after hidden tests
     # sent their inputs is not kept); what it found replaces the learner's attention after
     # the attention cell, where the replacement counts.

@@ -110,3 +110,22 @@ def test_mount_points_are_read_from_mountinfo():
             "40 31 8:1 /tmp/cc/.venv /tmp/cc/.venv ro,relatime - ext4 /dev/sda1 rw\n"
             "41 31 8:1 /x /tmp/a\\040b\\134c rw - ext4 /dev/sda1 rw\n")
     assert wipe.mount_points(text) == ["/proc", "/tmp/cc/.venv", "/tmp/a b\\c"]
+
+
+def test_kept_folders_get_their_modes_back_up_to_the_top_only(tmp_path):
+    """Red team: a kernel made its connection folder read-only and the next learner's
+    kernel could not start there. The modes of kept folders and of the folders above them
+    up to ``top`` are recorded, and put back; nothing above ``top`` is recorded."""
+    run = tmp_path / "sandbox" / "zygote" / "run"
+    run.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o750)
+    kept = wipe.modes([run, outside], tmp_path / "sandbox")
+    assert set(kept) == {str(run), str(run.parent), str(tmp_path / "sandbox"), str(outside)}
+    assert kept[str(outside)] == 0o750
+    os.chmod(run, 0o555)
+    os.chmod(run.parent, 0)
+    os.chmod(outside, 0o1777)
+    assert wipe.restore_modes(kept)
+    assert {p: os.stat(p).st_mode & 0o7777 for p in kept} == kept
+    assert wipe.restore_modes({str(tmp_path / "gone"): 0o700}) is False  # not there: say so
