@@ -129,3 +129,26 @@ def test_kept_folders_get_their_modes_back_up_to_the_top_only(tmp_path):
     assert wipe.restore_modes(kept)
     assert {p: os.stat(p).st_mode & 0o7777 for p in kept} == kept
     assert wipe.restore_modes({str(tmp_path / "gone"): 0o700}) is False  # not there: say so
+
+
+def test_a_folder_of_many_entries_is_removed_without_listing_it_whole(tmp_path):
+    """Red team: a kernel made millions of entries in one folder; rmtree lists a folder
+    whole, and the grader's worker ran out of memory (status error). Folders larger than
+    a batch go to coreutils, which stream: Python's memory stays small."""
+    import tracemalloc
+
+    many = tmp_path / "work" / "many"
+    many.mkdir(parents=True)
+    (tmp_path / "one").touch()
+    for i in range(5 * wipe.BATCH):  # names of one file: quicker to make than files
+        os.link(tmp_path / "one", many / f"f{i:06d}")
+    for i in range(wipe.BATCH + 5):  # and a batch and more beside it
+        os.link(tmp_path / "one", tmp_path / "work" / f"g{i:06d}")
+    tracemalloc.start()
+    try:
+        assert wipe.empty(tmp_path / "work")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert os.listdir(tmp_path / "work") == []
+    assert peak < 4 << 20, peak  # 1.4 MiB; listing the 50,000 entries whole took 8
