@@ -119,15 +119,16 @@ The grader's machinery (never in the learner's kernel):
   this process may make memory cgroups, read from /proc.
 - :mod:`~autograder.kernel_memory` (225 lines): the memory cap of a
   grading kernel (a cgroup of its own, or a watchdog).
-- :mod:`~autograder.kernel_messages` (40 lines): the grader's reading of a kernel's
-  Jupyter messages: one it cannot read is a broken protocol, not the grader's failure.
+- :mod:`~autograder.kernel_messages` (110 lines): the grader's reading of a kernel's
+  Jupyter messages: one it cannot read is a broken protocol, not the grader's failure;
+  outputs no notebook may hold are repaired; the largest message it takes.
 - :mod:`~autograder.bwrap_box` (102 lines): the one place a bubblewrap command line
   is built: a sandbox described as data (mounts, working folder, environment) and the
   isolation every sandbox gets (pure; tested as data).
 - :mod:`~autograder.sandbox` (242 lines): the bubblewrap sandbox of grading
   kernels: its rules (system binds, a kernel's box and environment, the course files a
   kernel gets), what managers share.
-- :mod:`~autograder.scratch` (89 lines): scratch folders named after their process;
+- :mod:`~autograder.scratch` (106 lines): scratch folders named after their process;
   a killed grader's are removed by the next one; a kernel's in ``/dev/shm`` (memory).
 - :mod:`~autograder.wipe` (157 lines): empties a folder a learner's code wrote,
   whatever it made there (a tree too deep for ``rmtree``, folders without permissions),

@@ -14,7 +14,7 @@ from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
 
 from autograder import kernel_memory, phase_times, sandboxed_kernel
-from autograder.kernel_messages import UnreadableMessage, read_safely
+from autograder.kernel_messages import DROPPED, UnreadableMessage, read_safely, repair_outputs
 from autograder.exercises import trusted
 from autograder.trusted_tests import (GRADER_KEY, IOPUB_LATE, TAMPERING_ERROR, TrustedTests,
                                       _error, _where, record_stopped)
@@ -69,6 +69,7 @@ class ResilientExecute(Execute):
             if not any(e == "KernelOutOfMemory" for e, _ in self.stopped) and \
                     kernel_memory.oom_killed(getattr(self, "made_km", None)):
                 self.stopped.append(("KernelOutOfMemory", "a process the kernel started"))
+            repair_outputs(nb)  # what the kernel sent, valid in a notebook nbgrader can write
             record_stopped(nb, self.stopped)
 
     def output(self, outs, msg, display_id, cell_index):
@@ -85,6 +86,9 @@ class ResilientExecute(Execute):
 
         try:
             size = _size(output_from_msg(msg))
+        except nbformat.ValidationError:  # sent by the kernel: no notebook may hold it
+            outs.append(nbformat.v4.new_output("stream", name="stdout", text=DROPPED))
+            return None
         except ValueError:
             size = 0
         if used + size <= MAX_CELL_OUTPUT:
@@ -109,7 +113,10 @@ class ResilientExecute(Execute):
         if getattr(self, "_checker_bounded", None) is not None or (
                 tests is not None and tests.hidden_sent):
             return  # no earlier output is rewritten once hidden inputs were sent
-        return super()._update_display_id(display_id, msg)
+        try:
+            return super()._update_display_id(display_id, msg)
+        except nbformat.ValidationError:
+            return None  # an update no notebook may hold: the output stays as it was
 
     async def _async_handle_timeout(self, timeout, cell=None):
         self._timed_out = cell  # this cell ran past the limit: its kernel was interrupted

@@ -17,7 +17,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
-from autograder import bwrap_box, env_vars, kernel_memory, wipe
+from autograder import bwrap_box, env_vars, kernel_memory, kernel_messages, wipe
 from autograder.scratch import scratch_dir
 from autograder.sandbox import (bwrap, copy_course, descendants, kernel_box, kernel_env,
                                 rust_sysroot, sandbox_error)
@@ -39,14 +39,14 @@ def _kernel_args(cmd: list[str]) -> list[str]:
 
 
 def _fast_reconnect():
-    """A ZMQ context whose sockets retry a failed connection every 5 ms, not 100 ms: the
-    grader connects to a kernel's ``ipc`` sockets before the kernel has made them, and ZMQ's
-    100 ms was most of a kernel's start (benchmarks/bench_grading.py --profile)."""
+    """A ZMQ context whose sockets retry a failed connection every 5 ms, not 100 ms (most of a
+    kernel's start), and take no frame past :func:`kernel_messages.max_message_bytes`."""
     import zmq
     import zmq.asyncio
 
     context = zmq.asyncio.Context()
     context.setsockopt(zmq.RECONNECT_IVL, 5)
+    context.setsockopt(zmq.MAXMSGSIZE, kernel_messages.max_message_bytes(kernel_memory.cap()))
     return context
 
 

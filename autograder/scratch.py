@@ -76,6 +76,23 @@ def sweep(prefix: str, root: Path | None = None, now: float | None = None) -> li
     return removed
 
 
+def remove_left_by(pid: int) -> list[Path]:
+    """Remove the scratch folders of every prefix that the process ``pid``, which has ended
+    (a grading worker killed with its kernels), left in the temporary folder and in
+    ``/dev/shm``: what its kernels wrote is memory there, not to wait for a sweep an hour
+    later. Returns those removed."""
+    if _alive(pid):
+        return []
+    mine = re.compile(r"autograder-[a-z-]+?-" + str(int(pid)) + r"-[^/]*$")
+    removed = []
+    for root in {Path(tempfile.gettempdir()), memory_root() or Path(tempfile.gettempdir())}:
+        for path in root.glob(f"autograder-*-{int(pid)}-*"):
+            if mine.fullmatch(path.name) and path.is_dir() and not path.is_symlink() \
+                    and wipe.remove(path):
+                removed.append(path)
+    return removed
+
+
 def _alive(pid: int) -> bool:
     """Whether a process ``pid`` exists here (another user's counts)."""
     if pid <= 0:

@@ -18,7 +18,7 @@ import pytest
 from conftest import grade
 from submissions import filled_notebook, write_submission
 
-from autograder import cgroups, kernel_memory
+from autograder import cgroups, kernel_memory, kernel_messages
 from autograder.grading import submission
 from autograder.nbgrader_execute import MAX_CELL_OUTPUT
 from autograder.notebook import nbgrader_meta
@@ -77,7 +77,8 @@ def class_run(tmp_path_factory):
               "long_source": _long_source(),
               "at_the_cell_limit": _many_cells(submission.MAX_CELLS),
               "deep_message": _with_cell("deep_message", after="test_softmax_empty"),
-              "replayed_message": _with_cell("replayed_message", after="test_softmax_empty")}
+              "replayed_message": _with_cell("replayed_message", after="test_softmax_empty"),
+              "invalid_outputs": _with_cell("invalid_outputs")}
     root = tmp_path_factory.mktemp("hostile")
     proc, rows, tests = _run(root, corpus)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -95,9 +96,14 @@ def test_memory_the_resource_limits_miss_is_capped_for_that_learner_only(tmp_pat
         pytest.skip(f"no memory cgroup here: {cgroups.cgroup_error()}")
     if how == "watchdog":
         env = {**os.environ, "AUTOGRADER_CGROUP": str(tmp_path / "no-such-cgroup")}
-    proc, rows, _ = _run(tmp_path, {"correct": filled_notebook(A), **MEMORY_HOGS}, env=env,
-                         memory_mb=MEMORY_MB)
+    proc, rows, _ = _run(tmp_path, {"correct": filled_notebook(A), **MEMORY_HOGS,
+                                    "huge_message": _with_cell("huge_message")},
+                         env=env, memory_mb=MEMORY_MB)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # A 60 MB message, past what the grader takes under this cap: dropped, not decoded (the
+    # worker, under the cap too, ran out of memory: error); its cell's output is lost.
+    row = rows["huge_message"]
+    assert (row["status"], float(row["score"])) == ("graded", 14.0), row
     for student in MEMORY_HOGS:
         row = rows[student]
         assert row["status"] == "out-of-memory", row
@@ -138,6 +144,21 @@ def test_a_kernel_message_the_grader_cannot_read_is_tampering_for_that_learner(
     mine = {test: float(t["score"]) for test, t in tests[student].items()}
     assert mine["test_softmax_empty"] == 1.0 and mine["test_attention_worked_example"] == 0.0
     assert rows["correct"]["status"] == "graded" and float(rows["correct"]["score"]) == FULL
+
+
+def test_outputs_no_notebook_may_hold_are_dropped_and_the_tests_keep_their_points(class_run):
+    """Outputs the kernel sent that are not valid in a notebook (a number for a display's
+    value, a stream named stdin\\0, an execution count "NaN", a lone surrogate): nbgrader
+    could not write the graded notebook ('error'). Each is a note now, the count none."""
+    rows, _, ws = class_run
+    row = rows["invalid_outputs"]
+    assert (row["status"], float(row["score"])) == ("graded", FULL), row
+    nb = nbformat.read(ws / "autograded" / "invalid_outputs" / A / f"{A}.ipynb", as_version=4)
+    nbformat.validate(nb)
+    texts = ["".join(o.get("text", "")) for c in nb.cells for o in c.get("outputs", [])]
+    assert texts.count(kernel_messages.DROPPED) == 3, texts  # the count "NaN" drops its result
+    assert "lone \ufffd surrogate\n" in texts, texts
+    assert (ws / row["feedback"]).is_file()
 
 
 @pytest.mark.parametrize("student, reason", [

@@ -9,7 +9,8 @@ import sys
 import pytest
 from jupyter_client.session import Session
 
-from autograder.kernel_messages import GraderSession, UnreadableMessage
+from autograder.kernel_messages import (DROPPED, GraderSession, UnreadableMessage, max_message_bytes,
+                                        repair_outputs)
 
 
 def _signed(session: Session, content) -> list[bytes]:
@@ -69,3 +70,31 @@ def test_a_header_that_is_not_a_message_header_is_unreadable(pair, header):
     frames[0] = kernel.sign(frames[1:5])
     with pytest.raises(UnreadableMessage, match="a message the grader cannot read"):
         grader.deserialize(frames)
+
+
+def test_outputs_no_notebook_may_hold_are_repaired_and_a_valid_notebook_is_left_alone():
+    import nbformat
+
+    good = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
+    good.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="ok\n")]
+    before = nbformat.writes(good)
+    assert repair_outputs(good) == 0 and nbformat.writes(good) == before
+    bad = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
+    cell = bad.cells[0]
+    cell.execution_count = "NaN"
+    cell.outputs = [nbformat.from_dict(o) for o in (
+        {"output_type": "stream", "name": "stdout", "text": "lone \udfff surrogate\n"},
+        {"output_type": "display_data", "data": {"weird/type": 5}, "metadata": {}},
+        {"output_type": "stream", "name": "stdout", "text": "kept\n"})]
+    assert repair_outputs(bad) == 1
+    assert cell.execution_count is None
+    assert [o.get("text") for o in cell.outputs] == ["lone \ufffd surrogate\n", DROPPED, "kept\n"]
+    nbformat.validate(bad)
+    nbformat.writes(bad).encode("utf-8")  # raised UnicodeEncodeError before
+
+
+def test_the_largest_frame_taken_is_a_sixteenth_of_the_cap_and_at_least_8_mib():
+    assert max_message_bytes(0) == -1  # no cap: no limit
+    assert max_message_bytes(448 * 2**20) == 28 * 2**20  # the red team's 60 MB: dropped
+    assert max_message_bytes(4096 * 2**20) == 256 * 2**20
+    assert max_message_bytes(64 * 2**20) == 8 * 2**20

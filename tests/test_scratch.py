@@ -85,3 +85,26 @@ def test_a_folder_in_memory_is_made_there_and_its_orphans_swept(tmp_path, monkey
     made = scratch.scratch_dir(PREFIX, in_memory=True)
     assert made.parent == tmp_path and made.name.startswith(f"{PREFIX}{os.getpid()}-")
     assert not orphan.exists()
+
+
+def test_the_folders_of_an_ended_worker_go_at_once_wherever_they_are(tmp_path, monkeypatch):
+    """Red team: a worker that died left its sandbox's folder in /dev/shm with 158,897 of a
+    learner's entries (memory, until a sweep an hour later). The grader removes the
+    folders of every prefix its worker left, in both places, as soon as it has ended."""
+    disk, shm = tmp_path / "tmp", tmp_path / "shm"
+    disk.mkdir()
+    shm.mkdir()
+    monkeypatch.setattr(scratch.tempfile, "tempdir", str(disk))
+    monkeypatch.setattr(scratch, "memory_root", lambda: shm)
+    gone, now = dead_pid(), 1_000_000_000.0
+    left = [folder(shm, f"{PREFIX}{gone}-abc", 0, now),
+            folder(disk, f"autograder-probe-work-{gone}-def", 0, now)]
+    (left[0] / "work").mkdir()
+    for i in range(3):
+        (left[0] / "work" / f"f{i}").touch()
+    kept = [folder(shm, f"{PREFIX}{gone}1-abc", 0, now),  # another process: its PID begins so
+            folder(shm, f"{PREFIX}{os.getpid()}-abc", 0, now),  # a live one
+            folder(shm, f"other-{gone}-abc", 0, now)]  # not ours
+    assert sorted(scratch.remove_left_by(gone)) == sorted(left)
+    assert not any(p.exists() for p in left) and all(p.is_dir() for p in kept)
+    assert scratch.remove_left_by(os.getpid()) == []  # a live process's stay

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from autograder.grading.environment import child_env
+from autograder.scratch import remove_left_by
 from autograder.grading.results import Row, Status
 from autograder.grading.worker import main
 
@@ -120,13 +121,16 @@ class Worker:
         self.kill()
 
     def kill(self) -> None:
-        """Kill the worker's process group (it and its kernels)."""
+        """Kill the worker's process group (it and its kernels); remove the scratch folders
+        it left (its sandboxes': what its last kernel wrote is memory in /dev/shm)."""
         if self.proc and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:  # a forked worker not yet in its own session
                 os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+        if self.proc is not None:
+            remove_left_by(self.proc.pid)
         self.proc = None
 
     def grade(self, sub, limit: float) -> Row:
