@@ -117,8 +117,8 @@ The grader's machinery (never in the learner's kernel):
 - :mod:`~autograder.cgroups` (221 lines): the peak probe's memory cgroups, and a
   writable hierarchy made sure of; :mod:`~autograder.cgroup_hierarchy` (99 lines): where
   this process may make memory cgroups, read from /proc.
-- :mod:`~autograder.kernel_memory` (225 lines): the memory cap of a
-  grading kernel (a cgroup of its own, or a watchdog).
+- :mod:`~autograder.kernel_memory` (267 lines): the memory cap of a
+  grading kernel (a cgroup of its own, or a watchdog), and its limit of processes.
 - :mod:`~autograder.kernel_messages` (110 lines): the grader's reading of a kernel's
   Jupyter messages: one it cannot read is a broken protocol, not the grader's failure;
   outputs no notebook may hold are repaired; the largest message it takes.

@@ -97,3 +97,16 @@ def find_hierarchy() -> tuple[Hierarchy | None, str]:
     if not mounts:
         why.append("no cgroup file system is mounted (/proc/self/mountinfo)")
     return None, "; ".join(why) or "no memory cgroup hierarchy found"
+
+
+def pids_folder_v1() -> Path | None:
+    """This process's cgroup in cgroup v1's ``pids`` hierarchy, where it may make cgroups
+    (None where there is no such hierarchy or it is not writable): where a kernel's number
+    of processes and threads is limited when its memory is capped in cgroup v1."""
+    own = _own_cgroups()
+    for point, root, kind, opts in _mounts():
+        if kind == "cgroup" and "pids" in opts and "pids" in own:
+            folder = _inside(point, root, own["pids"])
+            if folder is not None and folder.is_dir() and os.access(folder, os.W_OK):
+                return folder
+    return None

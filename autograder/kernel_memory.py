@@ -36,12 +36,19 @@ import os
 import secrets
 import threading
 import time
+from pathlib import Path
 
+from autograder.cgroup_hierarchy import pids_folder_v1
 from autograder.cgroups import (
     kill_until_empty, oom_kill_count, owner_gone, writable_hierarchy)
 
 MIB = 2**20
 WATCH_INTERVAL = 0.05
+# Processes and threads a kernel may have at once (the pids controller): far above any honest
+# kernel's (ipykernel, torch and rustc use tens), far below the machine's process IDs (red
+# team: 8000 zombies in 5 s, about 15 KB of the memory cap each: a kernel under a 4 GiB cap
+# could have held every PID of a machine with pid_max 32768, for every process on it).
+MAX_TASKS = 512
 ENTRY_BYTES = 1024  # what a file or folder counts at least (its inode) in folder_bytes
 _CAP = [0]  # bytes; 0: no cap (``check``, a test calling nbgrader directly)
 
@@ -64,7 +71,9 @@ def mode() -> str:
 
 class KernelCgroup:
     """One kernel's memory cgroup ``parent/autograder-kernel-PID-HEX``, limited to ``limit``
-    bytes without swap. Raises OSError where it cannot be made."""
+    bytes without swap, and at most :data:`MAX_TASKS` processes and threads where the
+    ``pids`` controller can be used (cgroup v2: the same cgroup; v1: one of the same name
+    in its ``pids`` hierarchy). Raises OSError where the memory cgroup cannot be made."""
 
     def __init__(self, limit: int):
         found, why = writable_hierarchy()
@@ -75,13 +84,16 @@ class KernelCgroup:
         self.path = found.parent / f"autograder-kernel-{os.getpid()}-{secrets.token_hex(6)}"
         os.mkdir(self.path)
         self.oom_kills = 0
+        self.tasks_path = None  # cgroup v1's pids cgroup of this kernel, where made
         try:
             if self.version == 2:
                 self._write("memory.max", str(limit))
                 self._write("memory.swap.max", "0", optional=True)
+                self._write("pids.max", str(MAX_TASKS), optional=True)
             else:
                 self._write("memory.limit_in_bytes", str(limit))
                 self._write("memory.memsw.limit_in_bytes", str(limit), optional=True)
+                self.tasks_path = _tasks_cgroup_v1(self.path.name)
         except OSError:
             self.close()
             raise
@@ -97,9 +109,13 @@ class KernelCgroup:
     def add(self, pid: int) -> None:
         """Put process ``pid`` (and, cgroup v1 and v2, all its threads) in the cgroup."""
         self._write("cgroup.procs", str(pid))
+        if self.tasks_path is not None:
+            (self.tasks_path / "cgroup.procs").write_text(str(pid), encoding="ascii")
 
-    def procs_file(self) -> str:
-        return str(self.path / "cgroup.procs")
+    def procs_files(self) -> str:
+        """The ``cgroup.procs`` files a process writes its PID to, to enter the cgroups
+        (one a line)."""
+        return "\n".join(str(p / "cgroup.procs") for p in (self.path, self.tasks_path) if p)
 
     def read_oom_kills(self) -> int:
         """Processes of the cgroup the OOM killer killed (kept after :meth:`close`)."""
@@ -118,14 +134,35 @@ class KernelCgroup:
             return
         self.read_oom_kills()
         kill_until_empty(self.pids)
-        for _ in range(200):  # an exiting process leaves its cgroup a moment later
-            try:
-                os.rmdir(self.path)
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.01)
+        for path in (self.path, self.tasks_path):
+            for _ in range(200 if path is not None else 0):  # an exiting process leaves its
+                try:                                         # cgroup a moment later
+                    os.rmdir(path)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+
+
+def _tasks_cgroup_v1(name: str) -> Path | None:
+    """A cgroup ``name`` in cgroup v1's ``pids`` hierarchy limited to :data:`MAX_TASKS`
+    (None where there is none to use: the memory cap still holds)."""
+    parent = pids_folder_v1()
+    if parent is None:
+        return None
+    _remove_stale(parent)
+    path = parent / name
+    try:
+        os.mkdir(path)
+        (path / "pids.max").write_text(str(MAX_TASKS), encoding="ascii")
+    except OSError:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+        return None
+    return path
 
 
 _STALE_DONE: set = set()

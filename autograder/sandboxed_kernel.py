@@ -24,9 +24,9 @@ from autograder.sandbox import (bwrap, copy_course, descendants, kernel_box, ker
 from autograder.warm_sandbox import WORK_DIR, ForkedKernel
 from autograder.warm_zygotes import warm_kernels, zygote_for
 
-# Run with -I -S -c: enter the kernel's memory cgroup, then become bubblewrap (whose
-# sandbox, forked after this, starts in it).
-_ENTER_CGROUP = ("import os, sys\nwith open(sys.argv[1], 'w') as f:\n    f.write(str(os.getpid()))"
+# Run with -I -S -c: enter the kernel's cgroups (procs files, one a line), become bubblewrap.
+_ENTER_CGROUP = ("import os, sys\nfor procs in sys.argv[1].split('\\n'):\n    with open(procs, 'w') as f:\n"
+                 "        f.write(str(os.getpid()))"
                  "\nos.execv(sys.argv[2], sys.argv[2:])")
 
 
@@ -171,7 +171,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         box = kernel_box(run, self.scratch / "course", work, str(cwd), kept)
         line = bwrap_box.command(bwrap(), box, [*inner, *args])
         if self._cgroup is not None:  # bubblewrap starts in the kernel's memory cgroup
-            line = [sys.executable, "-I", "-S", "-c", _ENTER_CGROUP, self._cgroup.procs_file(),
+            line = [sys.executable, "-I", "-S", "-c", _ENTER_CGROUP, self._cgroup.procs_files(),
                     *line]
         return line
 

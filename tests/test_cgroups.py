@@ -33,3 +33,48 @@ def test_kill_until_empty_kills_what_the_list_names_until_it_is_empty():
     assert kill_until_empty(alive, seconds=10) is True
     assert child.wait(timeout=10) == -9
     assert kill_until_empty(lambda: [], seconds=0.1) is True
+
+
+FORKS = """\
+import os, sys, time
+sys.stdin.readline()
+n = 0
+try:
+    while n < 5000:
+        if os.fork() == 0:
+            os.close(1)  # the test reads the parent's count to the end of this pipe
+            time.sleep(30)
+            os._exit(0)
+        n += 1
+except OSError:
+    pass
+print(n, flush=True)
+"""
+
+
+def test_a_kernel_cgroup_holds_at_most_max_tasks_processes_and_threads():
+    """Red team: a kernel made 8000 zombie processes in 5 s, at about 15 KB of the memory
+    cap each: under a 4 GiB cap one kernel could hold every process ID of a machine with
+    pid_max 32768, for every process on it. A kernel's cgroup now holds at most
+    MAX_TASKS: the learner's fork fails past it (the parent counts as one)."""
+    import pytest
+
+    from autograder import kernel_memory
+
+    try:
+        group = kernel_memory.KernelCgroup(2**30)
+    except OSError as exc:
+        pytest.skip(f"no memory cgroup here: {exc}")
+    try:
+        if group.version == 1 and group.tasks_path is None:
+            pytest.skip("cgroup v1 without a writable pids hierarchy")
+        if group.version == 2 and not (group.path / "pids.max").is_file():
+            pytest.skip("cgroup v2 without the pids controller in the grader's subtree")
+        proc = subprocess.Popen([sys.executable, "-c", FORKS], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        group.add(proc.pid)
+        out, _ = proc.communicate("go\n", timeout=120)
+        assert int(out) == kernel_memory.MAX_TASKS - 1, out
+    finally:
+        group.close()
+    assert not group.path.exists() and not (group.tasks_path and group.tasks_path.exists())
