@@ -97,11 +97,12 @@ def test_memory_the_resource_limits_miss_is_capped_for_that_learner_only(tmp_pat
     if how == "watchdog":
         env = {**os.environ, "AUTOGRADER_CGROUP": str(tmp_path / "no-such-cgroup")}
     proc, rows, _ = _run(tmp_path, {"correct": filled_notebook(A), **MEMORY_HOGS,
-                                    "huge_message": _with_cell("huge_message")},
+                                    "huge_message": _with_cell("huge_message", after="test_kc3")},
                          env=env, memory_mb=MEMORY_MB)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # A 60 MB message, past what the grader takes under this cap: dropped, not decoded (the
-    # worker, under the cap too, ran out of memory: error); its cell's output is lost.
+    # worker, under the cap too, ran out of memory: error). The kernel's output after it is
+    # lost (each later cell waits for it 4 s: so the cell comes last).
     row = rows["huge_message"]
     assert (row["status"], float(row["score"])) == ("graded", 14.0), row
     for student in MEMORY_HOGS:
