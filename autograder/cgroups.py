@@ -174,15 +174,21 @@ class Cgroups:
         if getattr(self, "setup", None) is not None:
             self.kill_all()
         for path in reversed(self.made):
-            for _ in range(200):  # an exiting process leaves its cgroup a moment later
-                try:
-                    os.rmdir(path)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.01)
+            remove_cgroup(path)
         self.made = []
+
+
+def remove_cgroup(path: Path) -> None:
+    """Remove the empty cgroup ``path``, waiting up to 2 s for its processes, killed, to
+    leave it (an exiting process leaves its cgroup a moment later)."""
+    for _ in range(200):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
 
 
 def _remove_stale(parent: Path) -> None:

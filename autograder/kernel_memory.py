@@ -35,12 +35,11 @@ from __future__ import annotations
 import os
 import secrets
 import threading
-import time
 from pathlib import Path
 
 from autograder.cgroup_hierarchy import pids_folder_v1
 from autograder.cgroups import (
-    kill_until_empty, oom_kill_count, owner_gone, writable_hierarchy)
+    kill_until_empty, oom_kill_count, owner_gone, remove_cgroup, writable_hierarchy)
 
 MIB = 2**20
 WATCH_INTERVAL = 0.05
@@ -135,14 +134,8 @@ class KernelCgroup:
         self.read_oom_kills()
         kill_until_empty(self.pids)
         for path in (self.path, self.tasks_path):
-            for _ in range(200 if path is not None else 0):  # an exiting process leaves its
-                try:                                         # cgroup a moment later
-                    os.rmdir(path)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.01)
+            if path is not None:
+                remove_cgroup(path)
 
 
 def _tasks_cgroup_v1(name: str) -> Path | None:
