@@ -117,7 +117,7 @@ The grader's machinery (never in the learner's kernel):
 - :mod:`~autograder.cgroups` (221 lines): the peak probe's memory cgroups, and a
   writable hierarchy made sure of; :mod:`~autograder.cgroup_hierarchy` (99 lines): where
   this process may make memory cgroups, read from /proc.
-- :mod:`~autograder.kernel_memory` (267 lines): the memory cap of a
+- :mod:`~autograder.kernel_memory` (248 lines): the memory cap of a
   grading kernel (a cgroup of its own, or a watchdog), and its limit of processes.
 - :mod:`~autograder.kernel_messages` (110 lines): the grader's reading of a kernel's
   Jupyter messages: one it cannot read is a broken protocol, not the grader's failure;
@@ -130,7 +130,7 @@ The grader's machinery (never in the learner's kernel):
   kernel gets), what managers share.
 - :mod:`~autograder.scratch` (106 lines): scratch folders named after their process;
   a killed grader's are removed by the next one; a kernel's in ``/dev/shm`` (memory).
-- :mod:`~autograder.wipe` (157 lines): empties a folder a learner's code wrote,
+- :mod:`~autograder.wipe` (191 lines): empties a folder a learner's code wrote,
   whatever it made there (a tree too deep for ``rmtree``, folders without permissions),
   and gives the folders kept their permissions back.
 - :mod:`~autograder.warm_sandbox` (260 lines): the warm sandbox that forks one

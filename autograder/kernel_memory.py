@@ -37,6 +37,7 @@ import secrets
 import threading
 from pathlib import Path
 
+from autograder import wipe
 from autograder.cgroup_hierarchy import pids_folder_v1
 from autograder.cgroups import (
     kill_until_empty, oom_kill_count, owner_gone, remove_cgroup, writable_hierarchy)
@@ -187,20 +188,7 @@ def folder_bytes(folder: str, stop_after: int) -> int:
     """The bytes the files under ``folder`` take (allocated blocks; each entry at least
     :data:`ENTRY_BYTES`, its inode), counted until more than ``stop_after``: a folder on a
     tmpfs that holds others' folders too, whose own usage no statvfs gives."""
-    total, todo = 0, [folder]
-    while todo and total <= stop_after:
-        try:
-            with os.scandir(todo.pop()) as entries:
-                for e in entries:
-                    st = e.stat(follow_symlinks=False)
-                    total += max(st.st_blocks * 512, ENTRY_BYTES)
-                    if e.is_dir(follow_symlinks=False):
-                        todo.append(e.path)
-                    if total > stop_after:
-                        break
-        except OSError:
-            continue
-    return total
+    return wipe.tree_weight(folder, lambda st: max(st.st_blocks * 512, ENTRY_BYTES), stop_after)
 
 
 def resident_bytes(pids: list[int], roots: list[str], folders: list[str] = ()) -> int:

@@ -154,16 +154,26 @@ def _remove_entries(folder: str, spare: set[str]) -> None:
 
 def _small(folder: str) -> bool:
     """Whether the tree ``folder`` holds at most :data:`BATCH` entries (counted until then)."""
-    seen, todo = 0, [folder]
-    while todo:
-        with os.scandir(todo.pop()) as entries:
-            for e in entries:
-                seen += 1
-                if seen > BATCH:
-                    return False
-                if e.is_dir(follow_symlinks=False):
-                    todo.append(e.path)
-    return True
+    return tree_weight(folder, lambda st: 1, BATCH) <= BATCH
+
+
+def tree_weight(folder: str, weigh, stop_after: int) -> int:
+    """The sum of ``weigh(lstat)`` over every entry below ``folder``, walked without
+    recursion nor listing a folder whole, and no further once past ``stop_after`` (a
+    learner's tree may hold millions); folders that cannot be read add nothing."""
+    total, todo = 0, [folder]
+    while todo and total <= stop_after:
+        try:
+            with os.scandir(todo.pop()) as entries:
+                for e in entries:
+                    total += weigh(e.stat(follow_symlinks=False))
+                    if e.is_dir(follow_symlinks=False):
+                        todo.append(e.path)
+                    if total > stop_after:
+                        break
+        except OSError:
+            continue
+    return total
 
 
 def _literal(name: str) -> str:
