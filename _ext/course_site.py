@@ -185,32 +185,14 @@ def _subset_icons(outdir: Path) -> None:
     class table (the theme's admonition, link and navigation icons). The fonts are
     written as WOFF (zlib) and the style sheet's ``@font-face`` rules point at them.
     """
-    from fontTools import subset
-
     static = outdir / "_static"
     css_path = static / "styles" / "pydata-sphinx-theme.css"
     fonts = static / "vendor" / "fontawesome" / "webfonts"
     script = static / "scripts" / "fontawesome.js"
     if not css_path.is_file() or not fonts.is_dir():
         return
-    css_files = [p for p in static.rglob("*.css") if "mathjax" not in p.parts]
-    mapping: dict[str, set[str]] = {}
-    keep: set[str] = set()
-    for path in css_files:
-        for selectors, body in _RULE.findall(path.read_text(encoding="utf-8")):
-            chars = _icon_chars(body)
-            if not chars:
-                continue
-            names = [_FA_MAPPING.fullmatch(sel) for sel in selectors.split(",")]
-            if all(names):
-                for m in names:
-                    mapping.setdefault(m.group(1), set()).update(chars)
-            else:
-                keep |= chars
-    used = set()
-    for path in [*outdir.rglob("*.html"), *(static / "scripts").glob("*.js")]:
-        if path.name != "fontawesome.js":
-            used |= set(_FA_CLASS.findall(path.read_text(encoding="utf-8", errors="replace")))
+    mapping, keep = _icon_table([p for p in static.rglob("*.css") if "mathjax" not in p.parts])
+    used = _classes_used(outdir, static)
     for name in used:
         keep |= mapping.get(name, set())
     unicodes = sorted(ord(c) for c in keep)
@@ -218,18 +200,10 @@ def _subset_icons(outdir: Path) -> None:
     css = css_path.read_text(encoding="utf-8")
     for rel, stem in set(_FA_FONT.findall(css)):
         source = fonts / f"{stem}.ttf"
-        if not source.is_file():
-            continue
-        options = subset.Options()
-        options.flavor = "woff"
-        options.layout_features = ["*"]
-        font = subset.load_font(str(source), options)
-        subsetter = subset.Subsetter(options)
-        subsetter.populate(unicodes=unicodes)
-        subsetter.subset(font)
-        subset.save_font(font, str(fonts / f"{stem}.woff"), options)
-        for ext in ("woff2", "ttf"):
-            (fonts / f"{stem}.{ext}").unlink(missing_ok=True)
+        if source.is_file():
+            _subset_font(source, fonts / f"{stem}.woff", unicodes)
+            for ext in ("woff2", "ttf"):
+                (fonts / f"{stem}.{ext}").unlink(missing_ok=True)
     css = _FA_FONT.sub(lambda m: f'url({m.group(1)}.woff) format("woff")', css)
 
     def unused_class_rule(m: re.Match) -> str:  # Font Awesome's table of ~1900 icon classes
@@ -245,6 +219,50 @@ def _subset_icons(outdir: Path) -> None:
     script.write_text("/* Icons are drawn by the subset Font Awesome web fonts (course_site.py). */\n",
                       encoding="utf-8")
     script.with_suffix(".js.map").unlink(missing_ok=True)
+
+
+def _icon_table(css_files: list[Path]) -> tuple[dict[str, set[str]], set[str]]:
+    """The icon characters of the style sheets: ``fa-*`` class name -> its characters (from
+    rules whose selectors are all such classes), and the characters of every other rule
+    (kept whatever the pages use)."""
+    mapping: dict[str, set[str]] = {}
+    keep: set[str] = set()
+    for path in css_files:
+        for selectors, body in _RULE.findall(path.read_text(encoding="utf-8")):
+            chars = _icon_chars(body)
+            if not chars:
+                continue
+            names = [_FA_MAPPING.fullmatch(sel) for sel in selectors.split(",")]
+            if all(names):
+                for m in names:
+                    mapping.setdefault(m.group(1), set()).update(chars)
+            else:
+                keep |= chars
+    return mapping, keep
+
+
+def _classes_used(outdir: Path, static: Path) -> set[str]:
+    """The ``fa-*`` class names named in a page of ``outdir`` or in the theme's scripts."""
+    used = set()
+    for path in [*outdir.rglob("*.html"), *(static / "scripts").glob("*.js")]:
+        if path.name != "fontawesome.js":
+            used |= set(_FA_CLASS.findall(path.read_text(encoding="utf-8", errors="replace")))
+    return used
+
+
+def _subset_font(source: Path, target: Path, unicodes: list[int]) -> None:
+    """Write the glyphs of ``unicodes`` in the font ``source`` (with every layout feature)
+    to ``target`` as WOFF."""
+    from fontTools import subset
+
+    options = subset.Options()
+    options.flavor = "woff"
+    options.layout_features = ["*"]
+    font = subset.load_font(str(source), options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=unicodes)
+    subsetter.subset(font)
+    subset.save_font(font, str(target), options)
 
 
 def _citation_roles(app, pagename, templatename, context, doctree) -> None:

@@ -101,15 +101,7 @@ def cmd_similarity(args: argparse.Namespace) -> int:
                            common=args.common, top=args.top)
 
 
-def main(argv: list[str] | None = None, early_kernel=None) -> int:
-    """Run the command ``argv`` (``sys.argv[1:]`` when None); ``early_kernel``: the kernel
-    :func:`autograder.check_early.start` started for it (``check``'s), or None."""
-    # nbgrader runs helper programs (alembic) by name: keep this Python's bin/ on PATH.
-    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_check(sub) -> None:
     p = sub.add_parser("check", help="run a notebook's tests, one row per test",
                        description=cmd_check.__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -122,6 +114,8 @@ def main(argv: list[str] | None = None, early_kernel=None) -> int:
                         "them)")
     p.set_defaults(func=cmd_check)
 
+
+def _add_grade(sub) -> None:
     p = sub.add_parser("grade", help="autograde a class of submissions with nbgrader")
     p.add_argument("submissions", help="folder laid out <student_id>/<assignment_id>/<assignment_id>.ipynb")
     p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE),
@@ -156,6 +150,8 @@ def main(argv: list[str] | None = None, early_kernel=None) -> int:
                         "workspace")
     p.set_defaults(func=cmd_grade)
 
+
+def _add_export(sub) -> None:
     p = sub.add_parser("export", help="the grades to upload to a learning platform: one row "
                        "per learner of the roster and assignment")
     p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE),
@@ -177,6 +173,8 @@ def main(argv: list[str] | None = None, early_kernel=None) -> int:
                         "its id, as in 'ex01_python_attention (1234)')")
     p.set_defaults(func=cmd_export)
 
+
+def _add_manual(sub) -> None:
     p = sub.add_parser("manual", help="grade written answers without a browser")
     actions = p.add_subparsers(dest="action", required=True)
     q = actions.add_parser("list", help="print every written answer with its points")
@@ -192,11 +190,15 @@ def main(argv: list[str] | None = None, early_kernel=None) -> int:
     q.add_argument("--workspace", default=str(DEFAULT_WORKSPACE))
     p.set_defaults(func=cmd_manual)
 
+
+def _add_release(sub) -> None:
     p = sub.add_parser("release", help="generate learner notebooks from solutions/ with nbgrader")
     p.add_argument("assignments", nargs="*", help=f"default: all of {', '.join(ASSIGNMENTS)}")
     p.add_argument("--to", default=str(EXERCISES), help="release folder (default exercises/)")
     p.set_defaults(func=cmd_release)
 
+
+def _add_similarity(sub) -> None:
     p = sub.add_parser("similarity", help="similar submissions: every pair of a class's "
                        "solution code compared, a ranked HTML report and a CSV (no grade "
                        "changes)")
@@ -213,8 +215,26 @@ def main(argv: list[str] | None = None, early_kernel=None) -> int:
                    help="pairs shown side by side in the report (default 50)")
     p.set_defaults(func=cmd_similarity)
 
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m autograder``: one subcommand per ``cmd_*`` above, each
+    with its ``func`` set to that function."""
+    top = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="command", required=True)
+    for add in (_add_check, _add_grade, _add_export, _add_manual, _add_release,
+                _add_similarity):
+        add(sub)
+    return top
+
+
+def main(argv: list[str] | None = None, early_kernel=None) -> int:
+    """Run the command ``argv`` (``sys.argv[1:]`` when None); ``early_kernel``: the kernel
+    :func:`autograder.check_early.start` started for it (``check``'s), or None."""
+    # nbgrader runs helper programs (alembic) by name: keep this Python's bin/ on PATH.
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     try:
-        args = parser.parse_args(argv)
+        args = parser().parse_args(argv)
     except SystemExit:  # --help, a usage error: no check runs
         if early_kernel is not None:
             early_kernel.discard()

@@ -159,15 +159,9 @@ def profile_table(path: Path, began: float | None = None,
     return lines
 
 
-def bench(tmp: Path, name: str, counts: dict[str, int], jobs: int | None,
-          profile: bool) -> dict:
-    """Grade one class both ways; return the result (times, ratio, CPU floor, profile)."""
-    root = tmp / name
-    offset = 0
-    for assignment, n in counts.items():
-        make_class(root / "class", n, assignment, offset)
-        offset += n
-    # plain nbgrader: the same config, nbgrader's own commands, sequential
+def grade_plain(root: Path, name: str, counts: dict[str, int]) -> tuple[float, float, Path]:
+    """Grade ``root/class`` with plain nbgrader: the same config, nbgrader's own commands,
+    sequential. Returns its wall seconds, CPU seconds and workspace."""
     plain_ws = root / "plain"
     (root / "empty-class").mkdir()  # grading no one writes the workspace's config
     subprocess.run([sys.executable, "-m", "autograder", "grade", str(root / "empty-class"),
@@ -181,7 +175,34 @@ def bench(tmp: Path, name: str, counts: dict[str, int], jobs: int | None,
         for step in ("generate_assignment", "autograde", "generate_feedback"):
             t_plain += timed(nbg + [step, assignment, "--force"], plain_ws, meter=meter,
                              warm=False)
-    cpu_plain = meter.seconds()
+    return t_plain, meter.seconds(), plain_ws
+
+
+def scores(plain_ws: Path, ours_ws: Path, counts: dict[str, int]) -> tuple[dict, dict]:
+    """Each submission's score, (student, assignment) -> points: plain nbgrader's from its
+    gradebook, ours from grades.csv."""
+    from nbgrader.api import Gradebook
+
+    plain = {}
+    with Gradebook(f"sqlite:///{plain_ws / 'gradebook.db'}") as gb:
+        for assignment in counts:
+            plain.update({(s.student.id, assignment): s.score
+                          for s in gb.find_assignment(assignment).submissions})
+    with (ours_ws / "grades.csv").open() as f:
+        ours = {(r["student_id"], r["assignment"]): float(r["score"])
+                for r in csv.DictReader(f)}
+    return plain, ours
+
+
+def bench(tmp: Path, name: str, counts: dict[str, int], jobs: int | None,
+          profile: bool) -> dict:
+    """Grade one class both ways; return the result (times, ratio, CPU floor, profile)."""
+    root = tmp / name
+    offset = 0
+    for assignment, n in counts.items():
+        make_class(root / "class", n, assignment, offset)
+        offset += n
+    t_plain, cpu_plain, plain_ws = grade_plain(root, name, counts)
     # ours
     ours_ws = root / "ours"
     prof = root / "profile.jsonl" if profile else None
@@ -193,16 +214,7 @@ def bench(tmp: Path, name: str, counts: dict[str, int], jobs: int | None,
     ended = time.time()
     time.sleep(0.5)  # the warm sandboxes die with their workers
     cpu_ours = meter.seconds()
-    from nbgrader.api import Gradebook
-
-    plain = {}
-    with Gradebook(f"sqlite:///{plain_ws / 'gradebook.db'}") as gb:
-        for assignment in counts:
-            plain.update({(s.student.id, assignment): s.score
-                          for s in gb.find_assignment(assignment).submissions})
-    with (ours_ws / "grades.csv").open() as f:
-        ours = {(r["student_id"], r["assignment"]): float(r["score"])
-                for r in csv.DictReader(f)}
+    plain, ours = scores(plain_ws, ours_ws, counts)
     cores = os.cpu_count() or 1
     result = {"benchmark": "grading_class", "class": name, "submissions": sum(counts.values()),
               "assignments": list(counts), "jobs": jobs or "default",
@@ -212,8 +224,11 @@ def bench(tmp: Path, name: str, counts: dict[str, int], jobs: int | None,
               "cores": cores, "cpu_floor_s": round(cpu_plain / cores, 2)}
     print(f"class {name}: {sum(counts.values())} submissions "
           f"({', '.join(f'{n} {a}' for a, n in counts.items())}), {cores} cores")
-    print(f"  plain nbgrader (sequential): {t_plain:7.1f} s  ({cpu_plain:.1f} CPU s)")
-    print(f"  autograder --jobs {jobs or 'default'}:  {t_ours:7.1f} s  ({cpu_ours:.1f} CPU s)")
+    subs = sum(counts.values())
+    print(f"  plain nbgrader (sequential): {t_plain:7.1f} s  ({cpu_plain:.1f} CPU s, "
+          f"{cpu_plain / subs:.2f} a notebook)")
+    print(f"  autograder --jobs {jobs or 'default'}:  {t_ours:7.1f} s  ({cpu_ours:.1f} CPU s, "
+          f"{cpu_ours / subs:.2f} a notebook)")
     print(f"  speed-up: {t_plain / t_ours:.2f}x; identical scores: {plain == ours}")
     print(f"  CPU floor (plain run's CPU seconds / {cores} cores): {cpu_plain / cores:.1f} s; "
           f"grading took {t_ours / (cpu_plain / cores):.2f}x the floor")

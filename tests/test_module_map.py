@@ -129,3 +129,41 @@ def test_the_size_check_reports_a_long_module_and_spares_the_references(tmp_path
     (tmp_path / "autograder" / "reference" / "model.py").write_text("x\n" * 400,
                                                                     encoding="utf-8")
     assert long_modules(tmp_path) == ["autograder/long.py: 301 lines"]
+
+
+# Functions that fit on a screen (issue 24): "no function over about 60 lines", counted from
+# `def` to its last line, docstring included; the references' and checks' too.
+MAX_FUNCTION_LINES = 65
+
+
+def long_functions(root: Path = REPO, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """Every function or method of the package under ``root`` longer than ``limit`` lines,
+    as ``path:line name (N lines)``."""
+    out = []
+    for path in sorted((root / "autograder").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                size = node.end_lineno - node.lineno + 1
+                if size > limit:
+                    out.append(f"{path.relative_to(root).as_posix()}:{node.lineno} "
+                               f"{node.name} ({size} lines)")
+    return out
+
+
+def test_no_function_is_over_65_lines():
+    """No function of the package is over 65 lines: split it where its steps are."""
+    too_long = long_functions()
+    assert not too_long, "split these functions:\n" + "\n".join(too_long)
+
+
+def test_the_function_check_reports_a_long_function_and_a_long_method(tmp_path):
+    """A 66-line function and a 66-line method are reported; a 65-line one is not."""
+    (tmp_path / "autograder").mkdir()
+    body = "    x = 1\n" * 64 + "    return x\n"
+    (tmp_path / "autograder" / "m.py").write_text(
+        "def long():\n" + body + "\n\ndef fits():\n" + body[len("    x = 1\n"):]
+        + "\n\nclass C:\n    def method(self):\n" + "    " + body.replace("\n    ", "\n        "),
+        encoding="utf-8")
+    assert long_functions(tmp_path) == ["autograder/m.py:1 long (66 lines)",
+                                        "autograder/m.py:137 method (66 lines)"]

@@ -184,6 +184,24 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
     except Timeout:
         print(f"error: another grading run is using {workspace}", file=sys.stderr)
         return 2
+    try:
+        return _grade_locked(submissions, workspace, jobs=jobs, cell_timeout=cell_timeout,
+                             memory_mb=memory_mb, progress=progress,
+                             late_penalty=late_penalty, sandbox=sandbox, force=force,
+                             regrade=regrade, scheduler=scheduler, db_url=db_url)
+    except _Refused as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    finally:
+        lock.release()
+
+
+def _grade_locked(submissions: Path, workspace: Path, *, jobs: int, cell_timeout: int,
+                  memory_mb: int, progress: bool, late_penalty: str, sandbox: bool,
+                  force: bool, regrade: tuple[str, ...], scheduler: str | None,
+                  db_url: str | None) -> int:
+    """:func:`grade_class` once it holds ``workspace``'s lock (the same arguments; the
+    workspace resolved): 0 when every submission has a row, 1 otherwise."""
     client = None
     workers: list[Worker] = []
     try:
@@ -211,12 +229,8 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
         expected = {(s.student_id, s.assignment) for s in subs}
         mark_phase("end")
         return 0 if expected <= set(run.rows) else 1
-    except _Refused as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
     finally:
         for w in workers:  # a run that stopped early: no worker outlives it
             w.kill()
         if client is not None:
             client.close()
-        lock.release()

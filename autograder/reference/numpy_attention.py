@@ -99,6 +99,20 @@ def scaled_dot_product_attention(
             if K and V have different T_k, if the batch dimensions do not broadcast, or if
             ``mask`` is neither boolean nor floating or does not broadcast to the scores.
     """
+    Q, K, V, batch = _checked_inputs(Q, K, V)
+    d_k = Q.shape[-1]
+    dtype = Q.dtype
+    scores = (Q @ np.swapaxes(K, -1, -2)) / dtype.type(np.sqrt(d_k))  # (..., T_q, T_k)
+    if mask is not None:
+        scores = _masked(scores, mask, batch)
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+
+
+def _checked_inputs(Q, K, V) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
+    """Q, K and V of :func:`scaled_dot_product_attention` as arrays of one floating dtype
+    (float32 when all are float32, else float64) and their broadcast batch shape;
+    ValueError naming the input and shape that do not fit."""
     Q, K, V = _float_array("Q", Q), _float_array("K", K), _float_array("V", V)
     for name, a in (("Q", Q), ("K", K), ("V", V)):
         if a.ndim < 2:
@@ -106,8 +120,7 @@ def scaled_dot_product_attention(
     dtype = np.result_type(Q, K, V)
     if dtype != np.float32:
         dtype = np.dtype(np.float64)
-    T_q, d_k = Q.shape[-2:]
-    T_k = K.shape[-2]
+    d_k, T_k = Q.shape[-1], K.shape[-2]
     if K.shape[-1] != d_k:
         raise ValueError(
             f"Q has d_k = {d_k} (shape {Q.shape}) but K has d_k = {K.shape[-1]} (shape {K.shape})"
@@ -123,26 +136,28 @@ def scaled_dot_product_attention(
             f"batch dimensions of Q {Q.shape}, K {K.shape} and V {V.shape} do not broadcast"
         ) from None
     Q, K, V = Q.astype(dtype, copy=False), K.astype(dtype, copy=False), V.astype(dtype, copy=False)
+    return Q, K, V, batch
 
-    scores = (Q @ np.swapaxes(K, -1, -2)) / dtype.type(np.sqrt(d_k))  # (..., T_q, T_k)
-    if mask is not None:
-        mask = np.asarray(mask)
-        if mask.dtype != bool and mask.dtype.kind != "f":
-            raise ValueError(
-                f"mask must be boolean (True = may attend) or floating, got dtype {mask.dtype}"
-            )
-        try:
-            full = np.broadcast_shapes(mask.shape, (*batch, T_q, T_k))
-        except ValueError:
-            full = None
-        if full is None or full[-2:] != (T_q, T_k):
-            raise ValueError(
-                f"mask of shape {mask.shape} does not broadcast to the scores' shape "
-                f"{(*batch, T_q, T_k)}"
-            )
-        if mask.dtype == bool:
-            scores = np.where(mask, scores, dtype.type(-np.inf))
-        else:
-            scores = scores + mask.astype(dtype)
-    weights = softmax(scores, axis=-1)
-    return weights @ V, weights
+
+def _masked(scores: np.ndarray, mask, batch: tuple[int, ...]) -> np.ndarray:
+    """``scores`` (..., T_q, T_k) with ``mask`` applied: a boolean mask's False entries
+    become ``-inf`` (True = may attend), a floating mask is added. ValueError when ``mask``
+    is neither or does not broadcast to the scores' shape."""
+    mask = np.asarray(mask)
+    if mask.dtype != bool and mask.dtype.kind != "f":
+        raise ValueError(
+            f"mask must be boolean (True = may attend) or floating, got dtype {mask.dtype}"
+        )
+    T_q, T_k = scores.shape[-2:]
+    try:
+        full = np.broadcast_shapes(mask.shape, (*batch, T_q, T_k))
+    except ValueError:
+        full = None
+    if full is None or full[-2:] != (T_q, T_k):
+        raise ValueError(
+            f"mask of shape {mask.shape} does not broadcast to the scores' shape "
+            f"{(*batch, T_q, T_k)}"
+        )
+    if mask.dtype == bool:
+        return np.where(mask, scores, scores.dtype.type(-np.inf))
+    return scores + mask.astype(scores.dtype)

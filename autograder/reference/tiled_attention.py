@@ -65,25 +65,8 @@ def tiled_attention(Q, K, V, block_size: int = 64, is_causal: bool = False) -> n
     Memory: the temporaries are (T_q, block_size) arrays; nothing of size T_q x T_k (no
     score matrix, no mask) is allocated.
     """
-    Q, K, V = _as_matrix("Q", Q), _as_matrix("K", K), _as_matrix("V", V)
-    if Q.shape[1] != K.shape[1]:
-        raise ValueError(f"Q has d_k = {Q.shape[1]} (shape {Q.shape}) but K has d_k = "
-                         f"{K.shape[1]} (shape {K.shape})")
-    if K.shape[0] != V.shape[0]:
-        raise ValueError(f"K has T_k = {K.shape[0]} rows (shape {K.shape}) but V has "
-                         f"{V.shape[0]} (shape {V.shape})")
-    if Q.shape[1] == 0:
-        raise ValueError(f"d_k must be at least 1, got Q of shape {Q.shape}")
-    if isinstance(block_size, bool) or not isinstance(block_size, numbers.Integral) \
-            or block_size < 1:
-        raise ValueError(f"block_size must be an integer >= 1, got {block_size!r}")
-    if not isinstance(is_causal, (bool, np.bool_)):
-        raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
-
-    dtype = np.result_type(Q, K, V)
-    if not np.issubdtype(dtype, np.floating):
-        dtype = np.dtype(np.float64)  # integer inputs
-    Q, K, V = Q.astype(dtype, copy=False), K.astype(dtype, copy=False), V.astype(dtype, copy=False)
+    Q, K, V = _checked_inputs(Q, K, V, block_size, is_causal)
+    dtype = Q.dtype
     T_q, d_k = Q.shape
     T_k, d_v = V.shape
     block_size = int(block_size)
@@ -120,3 +103,27 @@ def tiled_attention(Q, K, V, block_size: int = 64, is_causal: bool = False) -> n
     out = np.zeros_like(acc)
     np.divide(acc, l[:, None], out=out, where=l[:, None] > 0)  # rows with no key stay 0
     return out
+
+
+def _checked_inputs(Q, K, V, block_size, is_causal) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checks of :func:`tiled_attention`'s arguments (its Raises says which); returns Q,
+    K and V as arrays of their floating result type (float64 for integers)."""
+    Q, K, V = _as_matrix("Q", Q), _as_matrix("K", K), _as_matrix("V", V)
+    if Q.shape[1] != K.shape[1]:
+        raise ValueError(f"Q has d_k = {Q.shape[1]} (shape {Q.shape}) but K has d_k = "
+                         f"{K.shape[1]} (shape {K.shape})")
+    if K.shape[0] != V.shape[0]:
+        raise ValueError(f"K has T_k = {K.shape[0]} rows (shape {K.shape}) but V has "
+                         f"{V.shape[0]} (shape {V.shape})")
+    if Q.shape[1] == 0:
+        raise ValueError(f"d_k must be at least 1, got Q of shape {Q.shape}")
+    if isinstance(block_size, bool) or not isinstance(block_size, numbers.Integral) \
+            or block_size < 1:
+        raise ValueError(f"block_size must be an integer >= 1, got {block_size!r}")
+    if not isinstance(is_causal, (bool, np.bool_)):
+        raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
+    dtype = np.result_type(Q, K, V)
+    if not np.issubdtype(dtype, np.floating):
+        dtype = np.dtype(np.float64)  # integer inputs
+    Q, K, V = Q.astype(dtype, copy=False), K.astype(dtype, copy=False), V.astype(dtype, copy=False)
+    return Q, K, V

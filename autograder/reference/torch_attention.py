@@ -63,6 +63,34 @@ def scaled_dot_product_attention(
             ``attn_mask`` is not boolean or floating or does not broadcast to (..., T_q, T_k),
             or if both ``attn_mask`` and ``is_causal`` are given.
     """
+    attn_mask = _checked_inputs(query, key, value, attn_mask, is_causal)
+    T_q, d_k = query.shape[-2:]
+    T_k = key.shape[-2]
+    dtype = query.dtype
+    compute = torch.float32 if dtype in _HALF_DTYPES else dtype
+    q, k, v = query.to(compute), key.to(compute), value.to(compute)
+
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d_k))  # (..., T_q, T_k)
+    if is_causal:
+        attn_mask = torch.ones(T_q, T_k, dtype=torch.bool, device=query.device).tril()
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask.to(compute)
+
+    # Softmax that gives zeros (not NaN) on rows where every score is -inf.
+    row_max = scores.amax(dim=-1, keepdim=True)
+    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+    exp = torch.exp(scores - row_max)
+    total = exp.sum(dim=-1, keepdim=True)
+    weights = exp / torch.where(total > 0, total, torch.ones_like(total))
+    return (weights @ v).to(dtype)
+
+
+def _checked_inputs(query, key, value, attn_mask, is_causal: bool) -> torch.Tensor | None:
+    """The checks of :func:`scaled_dot_product_attention`'s arguments (its Raises says which);
+    returns ``attn_mask`` on ``query``'s device, or None."""
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, torch.Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -99,47 +127,34 @@ def scaled_dot_product_attention(
             f"batch dimensions do not broadcast: query {tuple(query.shape)}, key "
             f"{tuple(key.shape)}, value {tuple(value.shape)}"
         ) from None
-    if attn_mask is not None:
-        if is_causal:
-            raise ValueError("give either attn_mask or is_causal=True, not both")
-        if not isinstance(attn_mask, torch.Tensor):
-            raise ValueError(f"attn_mask must be a torch.Tensor, got {type(attn_mask).__name__}")
-        if attn_mask.dtype != torch.bool and not attn_mask.is_floating_point():
-            raise ValueError(f"attn_mask must be boolean or floating, got dtype {attn_mask.dtype}")
-        try:
-            torch.broadcast_shapes(attn_mask.shape, (*batch, T_q, T_k))
-        except RuntimeError:
-            raise ValueError(
-                f"attn_mask of shape {tuple(attn_mask.shape)} does not broadcast to the "
-                f"scores' shape {(*batch, T_q, T_k)}"
-            ) from None
-        if torch.broadcast_shapes(attn_mask.shape, (*batch, T_q, T_k)) != (*batch, T_q, T_k):
-            raise ValueError(
-                f"attn_mask of shape {tuple(attn_mask.shape)} would enlarge the scores' shape "
-                f"{(*batch, T_q, T_k)}"
-            )
-        attn_mask = attn_mask.to(query.device)
+    return _checked_mask(attn_mask, is_causal, (*batch, T_q, T_k), query.device)
 
-    dtype = query.dtype
-    compute = torch.float32 if dtype in _HALF_DTYPES else dtype
-    q, k, v = query.to(compute), key.to(compute), value.to(compute)
 
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d_k))  # (..., T_q, T_k)
+def _checked_mask(attn_mask, is_causal: bool, scores_shape: tuple[int, ...],
+                  device: torch.device) -> torch.Tensor | None:
+    """``attn_mask`` on ``device`` when it fits scores of shape ``scores_shape`` (it
+    broadcasts to it without enlarging it) and ``is_causal`` is False; None for no mask."""
+    if attn_mask is None:
+        return None
     if is_causal:
-        attn_mask = torch.ones(T_q, T_k, dtype=torch.bool, device=query.device).tril()
-    if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attn_mask, float("-inf"))
-        else:
-            scores = scores + attn_mask.to(compute)
-
-    # Softmax that gives zeros (not NaN) on rows where every score is -inf.
-    row_max = scores.amax(dim=-1, keepdim=True)
-    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
-    exp = torch.exp(scores - row_max)
-    total = exp.sum(dim=-1, keepdim=True)
-    weights = exp / torch.where(total > 0, total, torch.ones_like(total))
-    return (weights @ v).to(dtype)
+        raise ValueError("give either attn_mask or is_causal=True, not both")
+    if not isinstance(attn_mask, torch.Tensor):
+        raise ValueError(f"attn_mask must be a torch.Tensor, got {type(attn_mask).__name__}")
+    if attn_mask.dtype != torch.bool and not attn_mask.is_floating_point():
+        raise ValueError(f"attn_mask must be boolean or floating, got dtype {attn_mask.dtype}")
+    try:
+        full = torch.broadcast_shapes(attn_mask.shape, scores_shape)
+    except RuntimeError:
+        raise ValueError(
+            f"attn_mask of shape {tuple(attn_mask.shape)} does not broadcast to the "
+            f"scores' shape {scores_shape}"
+        ) from None
+    if full != scores_shape:
+        raise ValueError(
+            f"attn_mask of shape {tuple(attn_mask.shape)} would enlarge the scores' shape "
+            f"{scores_shape}"
+        )
+    return attn_mask.to(device)
 
 
 class MultiHeadAttention(nn.Module):

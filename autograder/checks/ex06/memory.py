@@ -59,28 +59,13 @@ def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,
     """
     what = (f"tiled attention at T = {T}, d = {d}, block_size = {block_size}, "
             f"is_causal = {is_causal}")
-    kernel = None
     if isinstance(tiled, Remote):
-        seed = secrets.randbits(63)
-        got, peak, how = _peak_in_probe(tiled, is_causal, T, d, block_size, seed, what)
-        rng = np.random.default_rng(seed)
-        Q, K, V = (rng.normal(size=(T, d)) for _ in range(3))
-        kernel = _call(tiled, Q.copy(), K.copy(), V.copy(), block_size=block_size,
-                       is_causal=is_causal, what=f"{what}, in your kernel")
-        _check_output(kernel, (T, d), f"{what}, in your kernel")
+        (Q, K, V), got, peak, how, kernel = _measured_in_probe(tiled, is_causal, T, d,
+                                                               block_size, what)
     else:
-        rng = np.random.default_rng(seed)
-        Q, K, V = (rng.normal(size=(T, d)) for _ in range(3))
-        # Every query against one key block: the measured call's matrix shapes, so BLAS has
-        # started its threads and buffers before the measurement.
-        _call(tiled, Q, K[:block_size].copy(), V[:block_size].copy(),
-              block_size=block_size, is_causal=is_causal, what=f"{what} (one key block)")
-        got, peak, how = _call(peak_call_memory, tiled, Q, K, V, block_size=block_size,
-                               is_causal=is_causal, what=what)
-        _check_output(got, (T, d), what)
-        how = f"in this process, by {how}"
-        # a plain array: an ndarray subclass's operators compare nothing
-        got = np.asarray(got).view(np.ndarray)
+        (Q, K, V), got, peak, how = _measured_here(tiled, is_causal, T, d, block_size, seed,
+                                                   what)
+        kernel = None
     error = _largest_error(got, Q, K, V, is_causal)
     if not error <= ATOL:
         # The usual mistakes, told on the first 128 queries (each query's row is its own).
@@ -100,6 +85,38 @@ def peak_memory(tiled: Callable, is_causal: bool, T: int = 4096, d: int = 64,
         fail(f"{what}: peak memory {peak / MIB:.1f} MiB, more than {limit_mib:g} MiB "
              f"(measured {_how_text(how)}); a {T} x {T} float64 array alone takes "
              f"{T * T * 8 / MIB:g} MiB: work on (T_q, block_size) tiles only")
+
+
+def _measured_in_probe(tiled: Remote, is_causal: bool, T: int, d: int, block_size: int,
+                       what: str):
+    """:func:`peak_memory`'s measurement of a learner's function: inputs drawn from a new
+    seed, the call measured in the peak probe, and the same call in the learner's kernel.
+    Returns ``((Q, K, V), probe's output, peak bytes, how, kernel's output)``."""
+    seed = secrets.randbits(63)
+    got, peak, how = _peak_in_probe(tiled, is_causal, T, d, block_size, seed, what)
+    rng = np.random.default_rng(seed)
+    Q, K, V = (rng.normal(size=(T, d)) for _ in range(3))
+    kernel = _call(tiled, Q.copy(), K.copy(), V.copy(), block_size=block_size,
+                   is_causal=is_causal, what=f"{what}, in your kernel")
+    _check_output(kernel, (T, d), f"{what}, in your kernel")
+    return (Q, K, V), got, peak, how, kernel
+
+
+def _measured_here(tiled: Callable, is_causal: bool, T: int, d: int, block_size: int,
+                   seed: int, what: str):
+    """:func:`peak_memory`'s measurement of a function of this process (the course's own
+    tests). Returns ``((Q, K, V), output as a plain ndarray, peak bytes, how)``."""
+    rng = np.random.default_rng(seed)
+    Q, K, V = (rng.normal(size=(T, d)) for _ in range(3))
+    # Every query against one key block: the measured call's matrix shapes, so BLAS has
+    # started its threads and buffers before the measurement.
+    _call(tiled, Q, K[:block_size].copy(), V[:block_size].copy(),
+          block_size=block_size, is_causal=is_causal, what=f"{what} (one key block)")
+    got, peak, how = _call(peak_call_memory, tiled, Q, K, V, block_size=block_size,
+                           is_causal=is_causal, what=what)
+    _check_output(got, (T, d), what)
+    # a plain array: an ndarray subclass's operators compare nothing
+    return (Q, K, V), np.asarray(got).view(np.ndarray), peak, f"in this process, by {how}"
 
 
 def _largest_difference(a: np.ndarray, b: np.ndarray) -> float:
