@@ -60,12 +60,12 @@ Answers, and how they are judged:
 - :mod:`autograder.reference` (14 lines): reference implementations, one
   module per exercise:
   :mod:`~autograder.reference.python_attention` (90),
-  :mod:`~autograder.reference.numpy_attention` (148),
+  :mod:`~autograder.reference.numpy_attention` (163),
   :mod:`~autograder.reference.scaling` (84),
   :mod:`~autograder.reference.positional_encoding`
   (155),
-  :mod:`~autograder.reference.torch_attention` (281),
-  :mod:`~autograder.reference.tiled_attention` (118),
+  :mod:`~autograder.reference.torch_attention` (296),
+  :mod:`~autograder.reference.tiled_attention` (129),
   :mod:`~autograder.reference.transformer` (425) lines.
 - :mod:`~autograder.diagnose` (215 lines),
   :mod:`~autograder.diagnose_encoding` (97 lines: positional encodings, variance),
@@ -102,7 +102,7 @@ Answers, and how they are judged:
   the run without torch's attention, judged),
   :mod:`~autograder.checks.ex05._probe_calls` (77: the calls made there and in the kernel),
   :mod:`autograder.checks.ex06` (31: its checks, importable from here) with
-  :mod:`~autograder.checks.ex06.behaviour` (130), :mod:`~autograder.checks.ex06.memory` (175:
+  :mod:`~autograder.checks.ex06.behaviour` (130), :mod:`~autograder.checks.ex06.memory` (191:
   the peak memory) and :mod:`~autograder.checks.ex06._common` (78: the oracle, inputs),
   :mod:`autograder.checks.ex07` (77: its checks, importable from here) with
   :mod:`~autograder.checks.ex07.block` (95), :mod:`~autograder.checks.ex07.model` (188),
@@ -186,7 +186,7 @@ The website and the command line:
 
 - :mod:`~autograder.inpage` (162 lines): code run in the website's own
   Python (Pyodide, in the reader's browser).
-- :mod:`~autograder.cli` (223 lines): ``python -m autograder``'s commands;
+- :mod:`~autograder.cli` (243 lines): ``python -m autograder``'s commands;
   :mod:`~autograder.__main__` (15 lines) runs it; :mod:`~autograder.check_command` (198
   lines): the ``check`` command.
 """

@@ -425,6 +425,48 @@ def test_a_gradebook_reuses_its_engine_until_the_database_is_made_again(tmp_path
         assert [s.id for s in gb.students] == ["s1"]
 
 
+
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJ"
+       "RU5ErkJggg==")
+
+
+@pytest.mark.parametrize("template, image, parsed", [
+    ("classic", False, 0),  # nbgrader's feedback is classic-style: nothing to change, no parse
+    ("classic", True, 1),   # an image without alt: the pass runs and gives it a text
+    ("lab", False, 1),      # JupyterLab's cells: the pass runs and gives them tab stops
+])
+def test_the_feedback_page_is_parsed_only_where_the_accessibility_pass_changes_it(
+        monkeypatch, template, image, parsed):
+    """speedups skips nbconvert's BeautifulSoup pass over a page where it would change
+    nothing, and only there: an image keeps its alternative text and the lab template's
+    cells their tab stops (an exporter that always skipped the pass would lose both)."""
+    import bs4
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    from autograder.grading import speedups
+
+    speedups.apply()
+    calls = []
+    parse = bs4.BeautifulSoup.__init__
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        parse(self, *args, **kwargs)
+
+    monkeypatch.setattr(bs4.BeautifulSoup, "__init__", counted)
+    outputs = [nbformat.v4.new_output("stream", name="stdout", text="weights sum to 1\n")]
+    if image:
+        outputs.append(nbformat.v4.new_output("display_data", data={"image/png": PNG}))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "print('weights sum to 1')", outputs=outputs, execution_count=1)])
+    page, _ = HTMLExporter(template_name=template).from_notebook_node(nb)
+    assert len(calls) == parsed
+    assert "weights sum to 1" in page
+    assert ('alt="No description has been provided for this image"' in page) == image
+    assert ('tabindex="0"' in page) == (template == "lab")
+
+
 def test_texts_a_spreadsheet_would_run_as_formulas_are_written_as_text():
     """A student id taken from a folder named =HYPERLINK(...) (found by the adversarial
     review) opens in a spreadsheet as text, not as a formula; numbers stay numbers."""

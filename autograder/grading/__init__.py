@@ -9,7 +9,7 @@ One job per module, with its size in lines (the grading contract page of the boo
 ``contract.md``, says what the command does and what each status means;
 ``tests/test_module_map.py`` keeps this list whole and its sizes within 20 %):
 
-- :mod:`~autograder.grading.grade` (217 lines): ``grade``: refuse, lock, connect, start
+- :mod:`~autograder.grading.grade` (236 lines): ``grade``: refuse, lock, connect, start
   the workers, grade, derive the records, summarise.
 - :mod:`~autograder.grading.run` (199 lines): one run's state: resume, hand out, save.
 - :mod:`~autograder.grading.pool` (251 lines): the worker pool, the grader's end
@@ -60,6 +60,7 @@ One job per module, with its size in lines (the grading contract page of the boo
   side.
 - :mod:`~autograder.grading.html` (71 lines): what the workspace's HTML reports share
   (inline CSS and SVG, nothing loaded from another host).
-- :mod:`~autograder.grading.speedups` (162 lines): work nbgrader repeats on every call, done
-  once per process (schema validators, template bytecode, the gradebook's engine).
+- :mod:`~autograder.grading.speedups` (199 lines): work nbgrader repeats on every call, done
+  once per process (schema validators, template bytecode, the gradebook's engine), or
+  skipped where it changes nothing (the feedback page's accessibility pass).
 """
