@@ -467,6 +467,50 @@ def test_the_feedback_page_is_parsed_only_where_the_accessibility_pass_changes_i
     assert ('tabindex="0"' in page) == (template == "lab")
 
 
+
+def test_a_conversion_validates_the_notebook_once_after_its_last_preprocessor(tmp_path,
+                                                                             monkeypatch):
+    """With the course's nbgrader settings, an exporter validates the notebook once per
+    conversion, after its last preprocessor (nbconvert's default: after each one), and
+    still refuses a notebook a preprocessor made invalid."""
+    import nbconvert.exporters.exporter as exporter_module
+    import nbformat
+    from nbconvert import NotebookExporter
+    from nbconvert.preprocessors import Preprocessor
+    from traitlets.config import Config
+
+    from autograder.nbgrader_settings import apply
+
+    config = Config()
+    apply(config, tmp_path / "ws", release_directory=tmp_path / "release", sandbox=False)
+    validations = []
+    validate = exporter_module.Exporter._validate_preprocessor
+
+    def counted(self, nb, preprocessor):
+        validations.append(type(preprocessor).__name__)
+        return validate(self, nb, preprocessor)
+
+    monkeypatch.setattr(exporter_module.Exporter, "_validate_preprocessor", counted)
+
+    class Unchanged(Preprocessor):
+        def preprocess(self, nb, resources):
+            return nb, resources
+
+    class Breaks(Preprocessor):
+        def preprocess(self, nb, resources):
+            nb.cells[0]["execution_count"] = "NaN"
+            return nb, resources
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    exporter = NotebookExporter(config=config, preprocessors=[Unchanged(), Unchanged(),
+                                                              Unchanged()])
+    exporter.from_notebook_node(nb)
+    assert len(exporter._preprocessors) > 3 and validations == ["Unchanged"]
+    with pytest.raises(nbformat.ValidationError):
+        NotebookExporter(config=config, preprocessors=[Breaks(), Unchanged()]
+                         ).from_notebook_node(nb)
+
+
 def test_texts_a_spreadsheet_would_run_as_formulas_are_written_as_text():
     """A student id taken from a folder named =HYPERLINK(...) (found by the adversarial
     review) opens in a spreadsheet as text, not as a formula; numbers stay numbers."""
