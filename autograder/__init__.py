@@ -187,7 +187,7 @@ The website and the command line:
 - :mod:`~autograder.inpage` (162 lines): code run in the website's own
   Python (Pyodide, in the reader's browser).
 - :mod:`~autograder.cli` (243 lines): ``python -m autograder``'s commands;
-  :mod:`~autograder.__main__` (15 lines) runs it; :mod:`~autograder.check_command` (198
+  :mod:`~autograder.__main__` (19 lines) runs it; :mod:`~autograder.check_command` (222
   lines): the ``check`` command.
 """
 

@@ -369,12 +369,36 @@ def test_check_runs_without_importing_nbgrader():
     marks = ClearHiddenTests()
     assert (checker.HIDDEN_TESTS_BEGIN, checker.HIDDEN_TESTS_END) == (
         marks.begin_test_delimeter, marks.end_test_delimeter)
-    code = ("import runpy, sys\n"
+    # check ends its process itself (exit_without_teardown), after the atexit handlers
+    code = ("import atexit, runpy, sys\n"
+            "atexit.register(lambda: print('nbgrader', sorted(m for m in sys.modules"
+            " if m.split('.')[0] == 'nbgrader')[:3]))\n"
             f"sys.argv = ['autograder', 'check', {str(SOLUTIONS / EX01 / (EX01 + '.ipynb'))!r}]\n"
-            "try:\n    runpy.run_module('autograder', run_name='__main__')\n"
-            "except SystemExit as stop:\n    code = stop.code\n"
-            "print('exit', code, 'nbgrader', sorted(m for m in sys.modules"
-            " if m.split('.')[0] == 'nbgrader')[:3])\n")
+            "runpy.run_module('autograder', run_name='__main__')\n")
     proc = run([sys.executable, "-c", code])
     assert "12 passed, 0 failed, 0 pending" in proc.stdout, proc.stdout + proc.stderr
-    assert proc.stdout.splitlines()[-1] == "exit 0 nbgrader []", proc.stdout[-500:]
+    assert proc.returncode == 0, proc.stdout[-500:] + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "nbgrader []", proc.stdout[-500:]
+
+
+def test_a_check_ends_without_teardown_yet_keeps_its_output_and_clean_up():
+    """exit_without_teardown: the exit status is the check's, the output written to a pipe
+    arrives whole and the atexit handlers run (the probes' clean-up); while another thread
+    still runs, it returns and the process ends as usual."""
+    ends = ("import atexit, threading\n"
+            "from autograder.check_command import exit_without_teardown\n"
+            "atexit.register(lambda: print('clean-up ran'))\n"
+            "print('row 1 of the table')\n")
+    buffered = {"PYTHONUNBUFFERED": ""}  # a pipe's output waits in a buffer, as by default
+    proc = run([sys.executable, "-c", ends + "exit_without_teardown(3)\nprint('not reached')\n"],
+               env=buffered)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == "row 1 of the table\nclean-up ran\n"
+    busy = ("done = threading.Event()\n"
+            "threading.Thread(target=done.wait).start()\n"
+            "exit_without_teardown(3)\n"
+            "print('returned')\n"
+            "done.set()\n")
+    proc = run([sys.executable, "-c", ends + busy], env=buffered)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "row 1 of the table\nreturned\nclean-up ran\n"
