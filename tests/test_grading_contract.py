@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from html import unescape
 from types import SimpleNamespace
 
 import nbformat
@@ -126,9 +127,10 @@ def test_feedback_diagnoses_the_mistake(assignment, variant, tmp_path_factory):
 
 @pytest.mark.parametrize("assignment,_", _params(False))
 def test_feedback_keeps_mathematics_and_hides_tests(assignment, _, tmp_path_factory):
-    """Feedback under LANG=C shows non-ASCII mathematics intact and no hidden test code."""
+    """Feedback under LANG=C shows non-ASCII mathematics intact and no hidden test code,
+    as a browser reads the page (a heading's "·" is written "&#183;", a quote "&quot;")."""
     _, rows, _tests, ws = graded_class(assignment, tmp_path_factory)
-    html = (ws / rows["reference"]["feedback"]).read_text(encoding="utf-8")
+    html = unescape((ws / rows["reference"]["feedback"]).read_text(encoding="utf-8"))
     source = nbformat.read(SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
     text = "\n".join(c.source for c in source.cells if c.cell_type == "markdown")
     for ch in sorted({ch for ch in text if ord(ch) > 127 and ch.isprintable()})[:20]:
