@@ -177,7 +177,7 @@ The grader's machinery (never in the learner's kernel):
   dies before it answers; stopped promptly.
 - :mod:`~autograder.notebook_run` (150 lines): ``check``'s run of a
   notebook, cell by cell, the tests by the trusted checker.
-- :mod:`~autograder.nbgrader_settings` (111 lines): the course's
+- :mod:`~autograder.nbgrader_settings` (139 lines): the course's
   nbgrader settings (``nbgrader_config.py`` and ``grade``).
 - :mod:`autograder.grading`: grading a class (``grade``, ``release``, ``export``,
   ``manual``, ``similarity``); its docstring maps its modules.

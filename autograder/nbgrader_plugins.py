@@ -15,6 +15,21 @@ from autograder.notebook import first_error_line, test_summary
 from autograder.verdicts import is_fixed_cell
 
 
+class ValidateBeforeSaving(NbGraderPreprocessor):
+    """The notebook checked against the notebook schema before nbgrader saves its scores
+    (``SaveAutoGrades`` comes next): with nbconvert's ``optimistic_validation`` (the course's
+    setting) the conversion validates only after its last preprocessor, and a notebook
+    refused there must leave no scores in the gradebook. Raises what nbconvert raises."""
+
+    def preprocess(self, nb, resources):
+        try:
+            nbformat.validate(nb, relax_add_props=True)
+        except nbformat.ValidationError:
+            self.log.error("Notebook is invalid before its scores are saved")
+            raise
+        return nb, resources
+
+
 class HideTestSource(NbGraderPreprocessor):
     """Feedback without hidden tests: a test cell shows its docstring and one-line result.
 

@@ -56,8 +56,9 @@ def apply(
     # nbconvert validates the whole notebook against its JSON schema after each of a
     # conversion's preprocessors (18 validations a graded notebook, 30 ms); once, after the
     # last, is enough: a submission is validated at the door (grading.prevalidate), outputs
-    # the schema refuses never enter it (nbgrader_execute), and an invalid result is still
-    # refused at the end of each conversion.
+    # the schema refuses never enter it (nbgrader_execute), an invalid result is still
+    # refused at the end of each conversion, and before its scores are saved
+    # (nbgrader_plugins.ValidateBeforeSaving).
     c.Exporter.optimistic_validation = True
 
 
@@ -116,6 +117,7 @@ def _autograde(c, release: Path, cell_timeout: int, late_penalty: str,
         "nbgrader.preprocessors.IgnorePattern",
         "nbconvert.preprocessors.ClearMetadataPreprocessor",
         "nbgrader.preprocessors.LimitOutput",
+        "autograder.nbgrader_plugins.ValidateBeforeSaving",
         "nbgrader.preprocessors.SaveAutoGrades",
         "nbgrader.preprocessors.AssignLatePenalties",
         "nbgrader.preprocessors.CheckCellMetadata",

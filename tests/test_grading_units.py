@@ -511,6 +511,28 @@ def test_a_conversion_validates_the_notebook_once_after_its_last_preprocessor(tm
                          ).from_notebook_node(nb)
 
 
+def test_autograde_validates_the_notebook_before_saving_its_scores(tmp_path):
+    """With validation after the last preprocessor only, autograde validates once more just
+    before nbgrader's SaveAutoGrades: a notebook an earlier step left invalid is refused
+    before any score of it reaches the gradebook."""
+    import nbformat
+    from traitlets.config import Config
+
+    from autograder.nbgrader_plugins import ValidateBeforeSaving
+    from autograder.nbgrader_settings import apply
+
+    config = Config()
+    apply(config, tmp_path / "ws", release_directory=tmp_path / "release", sandbox=False)
+    steps = list(config.Autograde.autograde_preprocessors)
+    saving = steps.index("nbgrader.preprocessors.SaveAutoGrades")
+    assert steps[saving - 1] == "autograder.nbgrader_plugins.ValidateBeforeSaving"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    assert ValidateBeforeSaving()(nb, {})[0] is nb
+    nb.cells[0]["execution_count"] = "NaN"
+    with pytest.raises(nbformat.ValidationError):
+        ValidateBeforeSaving()(nb, {})
+
+
 def test_texts_a_spreadsheet_would_run_as_formulas_are_written_as_text():
     """A student id taken from a folder named =HYPERLINK(...) (found by the adversarial
     review) opens in a spreadsheet as text, not as a formula; numbers stay numbers."""

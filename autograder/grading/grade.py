@@ -189,9 +189,6 @@ def grade_class(submissions: Path, workspace: Path, *, jobs: int = 1, cell_timeo
                              memory_mb=memory_mb, progress=progress,
                              late_penalty=late_penalty, sandbox=sandbox, force=force,
                              regrade=regrade, scheduler=scheduler, db_url=db_url)
-    except _Refused as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
     finally:
         lock.release()
 
@@ -201,7 +198,8 @@ def _grade_locked(submissions: Path, workspace: Path, *, jobs: int, cell_timeout
                   force: bool, regrade: tuple[str, ...], scheduler: str | None,
                   db_url: str | None) -> int:
     """:func:`grade_class` once it holds ``workspace``'s lock (the same arguments; the
-    workspace resolved): 0 when every submission has a row, 1 otherwise."""
+    workspace resolved): 0 when every submission has a row, 1 otherwise, 2 when the run is
+    refused (said before the workers stop)."""
     client = None
     workers: list[Worker] = []
     try:
@@ -229,6 +227,9 @@ def _grade_locked(submissions: Path, workspace: Path, *, jobs: int, cell_timeout
         expected = {(s.student_id, s.assignment) for s in subs}
         mark_phase("end")
         return 0 if expected <= set(run.rows) else 1
+    except _Refused as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
     finally:
         for w in workers:  # a run that stopped early: no worker outlives it
             w.kill()
