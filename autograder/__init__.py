@@ -170,12 +170,18 @@ The grader's machinery (never in the learner's kernel):
   trusted checker, one serving kernel cell each (grading's executor and ``check``'s cell
   loop use it; it needs no part of nbgrader); what stopped the cells, kept in the
   autograded notebook's metadata.
-- :mod:`~autograder.check_early` (127 lines): ``check``'s kernel started before the
+- :mod:`~autograder.check_early` (131 lines): ``check``'s kernel started before the
   command imports anything else (the standard library only).
-- :mod:`~autograder.check_kernel` (154 lines): the kernel ``check`` starts (or adopts)
+- :mod:`~autograder.check_kernel` (161 lines): the kernel ``check`` starts (or adopts)
   first, before it imports the rest (jupyter_client only), on Unix sockets; replaced when it
-  dies before it answers; stopped promptly.
-- :mod:`~autograder.notebook_run` (150 lines): ``check``'s run of a
+  dies before it answers; stopped promptly. :mod:`~autograder.kernel_ready` (46 lines): a
+  kernel client ready as soon as the kernel answers (``check``'s and grading's).
+- :mod:`~autograder.check_warm` (192 lines): ``check --warm``, the command's side (the
+  standard library only): the host's socket, the fingerprint it must share, the check
+  handed over with the terminal's descriptors; :mod:`~autograder.check_host` (214 lines):
+  the host, a trusted process that keeps the checker loaded and the next check's kernel
+  (and ex05's probe) started, and runs each check it is handed.
+- :mod:`~autograder.notebook_run` (157 lines): ``check``'s run of a
   notebook, cell by cell, the tests by the trusted checker.
 - :mod:`~autograder.nbgrader_settings` (139 lines): the course's
   nbgrader settings (``nbgrader_config.py`` and ``grade``).
@@ -187,7 +193,7 @@ The website and the command line:
 - :mod:`~autograder.inpage` (162 lines): code run in the website's own
   Python (Pyodide, in the reader's browser).
 - :mod:`~autograder.cli` (243 lines): ``python -m autograder``'s commands;
-  :mod:`~autograder.__main__` (19 lines) runs it; :mod:`~autograder.check_command` (222
+  :mod:`~autograder.__main__` (26 lines) runs it; :mod:`~autograder.check_command` (222
   lines): the ``check`` command.
 """
 

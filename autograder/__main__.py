@@ -5,6 +5,13 @@ import sys
 # this command. Neither the notebook format's schema nor nbgrader's uses that format.
 sys.modules.setdefault("rfc3987_syntax", None)
 
+# check --warm: a host kept ready by the last check runs it (autograder.check_warm).
+from autograder.check_warm import served  # noqa: E402
+
+served_code = served(sys.argv[1:])
+if served_code is not None:
+    raise SystemExit(served_code)
+
 # check's kernel boots while the command imports the rest (autograder.check_early).
 from autograder.check_early import start  # noqa: E402
 

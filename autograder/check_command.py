@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-from autograder import check_kernel
+from autograder import check_kernel, check_warm
 from autograder.config import EXERCISES, SOLUTIONS
 from autograder.exercises import assignment_of_path, trusted
 from autograder.in_notebook import GUARD as IN_NOTEBOOK_GUARD
@@ -96,6 +96,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         return _check(args, path, kernel)
     finally:
         check_kernel.stop(kernel)  # when the check ended before the notebook ran
+        if getattr(args, "warm", False):
+            _keep_warm(args)
+
+
+def _keep_warm(args: argparse.Namespace) -> None:
+    """``--warm``: start the process that serves the next ``check --warm`` of the same
+    notebook (its kernel started for it), and say so."""
+    argv = ["check", args.notebook, f"--timeout={args.timeout}"] + (
+        ["--visible-only"] if args.visible_only else [])
+    try:
+        if check_warm.start_host(argv):
+            print("(--warm: a process now waits to run the next check --warm, for "
+                  f"{check_warm.idle_seconds():g} s)", file=sys.stderr)
+    except (ValueError, OSError) as exc:
+        print(f"warning: --warm: no process is kept ready ({exc})", file=sys.stderr)
 
 
 def _check(args: argparse.Namespace, path: Path, kernel) -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from autograder.exercises import assignment_of_path
 from autograder.scratch import scratch_dir
-from autograder.warm_sandbox import preload_for
+from autograder.warm_sandbox import ahead_of_use, preload_for
 
 _SOCKET_PATH = 100  # characters, below macOS's limit (104) for a Unix socket's path
 
@@ -76,7 +76,7 @@ class EarlyKernel:
 
 
 def notebook_of(argv: list[str]) -> Path | None:
-    """The notebook of a ``check [--timeout N] [--visible-only] NOTEBOOK`` command line
+    """The notebook of a ``check [--timeout N] [--visible-only] [--warm] NOTEBOOK`` command line
     (``sys.argv[1:]``); None for another command or a line argparse would refuse."""
     if argv[:1] != ["check"]:
         return None
@@ -85,7 +85,7 @@ def notebook_of(argv: list[str]) -> Path | None:
         word = rest.pop(0)
         if word == "--timeout" and rest and rest[0].isdigit():
             rest.pop(0)
-        elif word.startswith("--timeout=") or word == "--visible-only":
+        elif word.startswith("--timeout=") or word in ("--visible-only", "--warm"):
             continue
         elif word.startswith("-"):
             return None  # --help, a typo: argparse answers, no kernel is needed
@@ -94,15 +94,19 @@ def notebook_of(argv: list[str]) -> Path | None:
     return Path(found[0]) if len(found) == 1 else None
 
 
-def start(argv: list[str]) -> EarlyKernel | None:
+def start(argv: list[str], ahead: bool = False) -> EarlyKernel | None:
     """The kernel for ``python -m autograder`` ``argv``, started now when the command is a
-    check of a notebook file; else None. Never raises: the check starts its own then."""
+    check of a notebook file; else None. ``ahead``: for a check still to come (``check
+    --warm``'s host), importing what torch imports on first use too
+    (:func:`autograder.warm_sandbox.ahead_of_use`). Never raises: the check starts its own
+    then."""
     path = notebook_of(argv)
     try:
         if path is None or not path.is_file():
             return None
         named = assignment_of_path(path)
         preload = preload_for(named) if named else ()
+        preload = ahead_of_use(preload) if ahead else preload
         sockets = socket_folder()
         if sockets is None:
             return None

@@ -31,8 +31,10 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
+from traitlets import default
 
 from autograder.check_early import LAUNCH, EarlyKernel, kernel_arguments, socket_folder
+from autograder.kernel_ready import ReadyClient
 
 STARTS = 3  # kernels started, in all, before the check gives up (:func:`ready_client`)
 
@@ -51,6 +53,10 @@ class CheckKernelManager(AsyncKernelManager):
     sockets: Path | None = None  # the folder of its ipc sockets and connection file
 
     _early: EarlyKernel | None = None  # the kernel to adopt instead of starting one
+
+    @default("client_factory")
+    def _client_factory_default(self):
+        return ReadyClient  # ready when the kernel answers: no 0.2 s wait for silence
 
     def use_unix_sockets(self, folder: Path | None = None) -> None:
         """Talk over ``ipc`` sockets in ``folder`` or a new temporary one, where Unix
@@ -104,14 +110,15 @@ def launch(cwd: Path, preload: tuple[str, ...] = (),
     """Start a kernel in the folder ``cwd`` without waiting for it to be ready; it imports
     the modules ``preload`` names (bound to no name: torch for the exercises whose checks
     use it) as it starts. ``early``: the kernel :mod:`autograder.check_early` started for
-    this command, taken when it runs in ``cwd`` with ``preload`` (else discarded). Hand it
+    this command, taken when it runs in ``cwd`` and has imported ``preload`` (else
+    discarded). Hand it
     to :func:`autograder.notebook_run.execute` as ``kernel``; :func:`stop` it when done.
 
     Raises what jupyter_client raises when no kernel can be started (no ipykernel).
     """
     km = CheckKernelManager(kernel_name="python3")
     cwd = Path(cwd).resolve()
-    if early is not None and (early.cwd, early.preload) == (cwd, tuple(preload)):
+    if early is not None and early.cwd == cwd and set(preload) <= set(early.preload):
         km.adopt(early)
     else:
         if early is not None:

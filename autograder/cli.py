@@ -112,6 +112,11 @@ def _add_check(sub) -> None:
                    help="run the visible tests only, as in a class's private release (by "
                         "default the hidden tests run too where this copy of the course has "
                         "them)")
+    p.add_argument("--warm", action="store_true",
+                   help="then keep a process ready for the next check --warm, which answers "
+                        "in about a second (two with torch): it has the checker loaded and "
+                        "the next kernel started, and exits after $AUTOGRADER_CHECK_IDLE "
+                        "seconds without a check (default 900; 0: none is kept)")
     p.set_defaults(func=cmd_check)
 
 

@@ -42,6 +42,10 @@ CGROUP = EnvVar(
     "AUTOGRADER_CGROUP",
     "A delegated cgroup v2 folder the grader may write, for the kernels' memory limits and "
     "ex06's peak-memory probe, when the grader's own cgroup cannot be used.")
+CHECK_IDLE = EnvVar(
+    "AUTOGRADER_CHECK_IDLE",
+    "Seconds the process `check --warm` keeps ready waits for the next check before it exits "
+    "(default 900); 0 keeps none.")
 IN_NOTEBOOK_CHECK = EnvVar(
     "AUTOGRADER_IN_NOTEBOOK_CHECK",
     "Set while a check started from inside a notebook runs, so that the notebook it runs "
@@ -75,5 +79,5 @@ WARM_KERNELS = EnvVar(
     "\"0\" starts one new sandbox and interpreter per notebook (and per ex05 probe) instead "
     "of the warm kernels (and probes) forked from a prepared process.")
 
-ALL = (ASSIGNMENT, BWRAP, CGROUP, IN_NOTEBOOK_CHECK, PROFILE, RUST_CACHE, RUST_GRADER_CACHE,
+ALL = (ASSIGNMENT, BWRAP, CGROUP, CHECK_IDLE, IN_NOTEBOOK_CHECK, PROFILE, RUST_CACHE, RUST_GRADER_CACHE,
        SANDBOX, SANDBOX_RO, SOLUTIONS, WARM_KERNELS)

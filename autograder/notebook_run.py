@@ -131,6 +131,13 @@ def _run_cell(client: Client, tests: TrustedTests | None, record: Execution, cel
 _BEFORE_CHECKS = {"ex05_torch_attention": torch_probe_process.spawn_ahead}
 
 
+def before_checks(assignment: str, timeout: int) -> None:
+    """Start the process ``assignment``'s checks will need, if any (:data:`_BEFORE_CHECKS`:
+    ex05's probe, importing torch), to be taken by the next check with ``timeout``."""
+    if assignment in _BEFORE_CHECKS:
+        _BEFORE_CHECKS[assignment](assignment, timeout)
+
+
 def _head_start(assignment: str, nb: nbformat.NotebookNode, timeout: int) -> None:
     """While the kernel runs the learner's first cells: start the process a check needs
     (:data:`_BEFORE_CHECKS`), import the exercise's checks (and what they import: torch for
@@ -139,8 +146,7 @@ def _head_start(assignment: str, nb: nbformat.NotebookNode, timeout: int) -> Non
     ``prefetch``: ex05's probe). Only a head start:
     when it fails, the tests import and compute as they would have."""
     try:
-        if assignment in _BEFORE_CHECKS:
-            _BEFORE_CHECKS[assignment](assignment, timeout)
+        before_checks(assignment, timeout)
         checks = importlib.import_module(f"autograder.checks.{assignment.split('_')[0]}")
         if hasattr(checks, "PROBE_CALLS"):  # its test's standard-library run (ex01)
             probe.prefetch(setup_and_solution_cells(nb), checks.PROBE_CALLS, BANNED_MODULES,

@@ -7,17 +7,16 @@ the warm sandbox (:mod:`autograder.warm_sandbox`), its memory capped
 from __future__ import annotations
 
 import os
-import queue
 import shutil
 import signal
 import sys
-import time
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
 from autograder import bwrap_box, env_vars, kernel_memory, kernel_messages, wipe
+from autograder.kernel_ready import ReadyClient
 from autograder.scratch import scratch_dir
 from autograder.sandbox import (bwrap, copy_course, descendants, kernel_box, kernel_env,
                                 rust_sysroot, sandbox_error)
@@ -51,41 +50,16 @@ def _fast_reconnect():
 
 
 def _ready_client_class():
-    from jupyter_client.asynchronous import AsyncKernelClient
-
-    class ReadyClient(AsyncKernelClient):
-        """jupyter_client's client, less the 0.2 s of silence on IOPub it waits for once the
-        kernel answered (nbclient reads only the IOPub messages of each cell's request), and
-        with sockets that retry their connection every 5 ms (:func:`_fast_reconnect`)."""
+    class FastReconnectClient(ReadyClient):
+        """:class:`autograder.kernel_ready.ReadyClient` with sockets that retry their
+        connection every 5 ms (:func:`_fast_reconnect`)."""
 
         @default("context")
         def _context_default(self):
             self._created_context = True
             return _fast_reconnect()
 
-        async def wait_for_ready(self, timeout: float | None = None) -> None:
-            deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
-            while True:
-                self.kernel_info()
-                try:
-                    msg = await self.shell_channel.get_msg(timeout=1)
-                except queue.Empty:
-                    pass
-                else:
-                    if msg["msg_type"] == "kernel_info_reply":
-                        try:  # IOPub connected: the kernel's status reaches it
-                            await self.iopub_channel.get_msg(timeout=0.2)
-                        except queue.Empty:
-                            pass
-                        else:
-                            self._handle_kernel_info_reply(msg)
-                            return
-                if not await self._async_is_alive():
-                    raise RuntimeError("Kernel died before replying to kernel_info")
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
-
-    return ReadyClient
+    return FastReconnectClient
 
 
 class SandboxedKernelManager(AsyncKernelManager):

@@ -39,6 +39,8 @@ class _Started:
 
     def __init__(self, assignment: str, timeout: float):
         self.assignment, self.course = assignment, scratch_dir("autograder-probe-course-")
+        self.timeout = timeout
+        self.timeout = timeout
         copy_course(self.course, assignment)
         self._closed = threading.Event()
         started: Future = Future()
@@ -74,7 +76,12 @@ _AHEAD_LOCK = threading.Lock()
 def spawn_ahead(assignment: str, timeout: float) -> None:
     """Start a probe process for ``assignment`` now, waiting for its request (it imports
     torch meanwhile): ``check`` calls this before the checker imports torch. Killed at exit
-    when no :func:`run` took it."""
+    when no :func:`run` took it. One already waiting for the same assignment and
+    ``timeout`` (started by ``check --warm``'s host before this check) is kept."""
+    with _AHEAD_LOCK:
+        if any(s.assignment == assignment and s.timeout == timeout and s.proc.poll() is None
+               for s in _AHEAD):
+            return
     started = _Started(assignment, timeout)
     with _AHEAD_LOCK:
         for old in _AHEAD:

@@ -28,6 +28,19 @@ from autograder.sandbox import PACKAGE, PolledProcess, bwrap, descendants
 WORK_DIR = "/submission"  # a forked kernel's working folder (a copy of the notebook's)
 
 
+# What torch imports on first use rather than with torch: its symbolic shapes, and sympy,
+# at the first torch.broadcast_shapes (ex05's reference solution checks masks with it):
+# 0.4 to 0.7 s of the first call. Imported where nobody waits for it (:func:`ahead_of_use`).
+TORCH_LAZY = ("torch.fx.experimental.symbolic_shapes",)
+
+
+def ahead_of_use(preload: tuple[str, ...]) -> tuple[str, ...]:
+    """``preload`` and, with torch, :data:`TORCH_LAZY`: what a process started ahead of its
+    use imports (warm sandboxes, ``check --warm``'s next kernel). A check's own kernel,
+    which the learner waits for, imports ``preload`` only."""
+    return tuple(preload) + (TORCH_LAZY if "torch" in preload else ())
+
+
 def preload_for(assignment: str) -> tuple[str, ...]:
     """Modules the warm sandbox imports for ``assignment`` beyond ipykernel and NumPy:
     ``torch`` when its checks use it (ex05, ex07), since that import alone takes ~2 s."""

@@ -12,7 +12,7 @@ import atexit
 import threading
 
 from autograder import env_vars
-from autograder.warm_sandbox import Zygote, preload_for
+from autograder.warm_sandbox import Zygote, ahead_of_use, preload_for
 
 
 def warm_kernels() -> bool:
@@ -67,9 +67,9 @@ def prewarm(assignments) -> None:
     sandbox that fails to start is started again, and its error reported, by the first
     kernel (the probes run as fresh processes then)."""
     try:
-        zygote_for("", tuple(sorted({m for a in assignments for m in preload_for(a)})),
-                   wait=False)
+        zygote_for("", ahead_of_use(tuple(sorted({m for a in assignments
+                                                  for m in preload_for(a)}))), wait=False)
         if set(assignments) & set(PROBED):
-            zygote_for("", ("torch",), wait=False, use="probes")
+            zygote_for("", ahead_of_use(("torch",)), wait=False, use="probes")
     except Exception:  # noqa: BLE001 - see the docstring
         pass
