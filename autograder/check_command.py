@@ -107,8 +107,10 @@ def _keep_warm(args: argparse.Namespace) -> None:
         ["--visible-only"] if args.visible_only else [])
     try:
         if check_warm.start_host(argv):
-            print("(--warm: a process now waits to run the next check --warm, for "
-                  f"{check_warm.idle_seconds():g} s)", file=sys.stderr)
+            idle = check_warm.idle_seconds()
+            wait = f"{idle / 60:g} min" if idle >= 60 else f"{idle:g} s"
+            print(f"(--warm: the next check starts sooner: a process keeps the checker ready "
+                  f"for it, for {wait})", file=sys.stderr)
     except (ValueError, OSError) as exc:
         print(f"warning: --warm: no process is kept ready ({exc})", file=sys.stderr)
 

@@ -103,7 +103,8 @@ def fingerprint() -> str:
     """What a host must share with a command it serves: this Python, the environment (less
     :data:`VOLATILE`), and the name, size and time of change of every course file (the
     package, the sources, the released notebooks) and of every folder on ``sys.path``
-    (packages installed or removed)."""
+    (packages installed or removed) but the current folder, by its name only (a check
+    writes its notebook there)."""
     h = hashlib.sha256(sys.executable.encode())
     env = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE)
     h.update(json.dumps(env).encode())
@@ -112,8 +113,13 @@ def fingerprint() -> str:
             dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
             for name in sorted(files):
                 _stat_into(h, os.path.join(root, name))
-    for entry in sys.path:
-        _stat_into(h, entry or ".")
+    cwd = os.getcwd()
+    for entry in sys.path:  # the folder of the command (-m's first entry): by its name only
+        path = os.path.abspath(entry or ".")
+        if path == cwd:
+            h.update(f"{path}\n".encode())
+        else:
+            _stat_into(h, path)
     return h.hexdigest()
 
 

@@ -27,8 +27,11 @@ it (:data:`autograder.sandbox.KERNEL_FILES`).
 from __future__ import annotations
 
 import ast
+import atexit
+import functools
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,6 +43,7 @@ from autograder.exercises import ASSIGNMENTS, assignment_of_path
 from autograder.verdicts import nbgrader_meta, normalise
 
 GUARD = env_vars.IN_NOTEBOOK_CHECK.name  # set while a check started here runs
+WARM = "--warm"  # autograder.check_warm.WARM_FLAG (not imported: a kernel file)
 
 
 class NotebookNotFound(Exception):
@@ -177,23 +181,36 @@ def run_check(path: Path, ran: dict[str, str], args: list[str]) -> int:
 
 def check_notebook(nb, name: str | None, file_name: str, args: list[str],
                    shown_as: str) -> int:
-    """Write ``nb`` to a temporary folder in the exercise's layout (``name/name.ipynb``),
-    run ``python -m autograder check ARGS`` on it with :data:`GUARD` set and print its
-    output as it comes, the temporary path shown as ``shown_as``; returns its exit status."""
+    """Write ``nb`` to this kernel's temporary folder in the exercise's layout
+    (``name/name.ipynb``), run ``python -m autograder check ARGS --warm`` on it with
+    :data:`GUARD` set and print its output as it comes, the temporary path shown as
+    ``shown_as``; returns its exit status. ``--warm``: the next ``%check`` is served by a
+    process kept ready for it (:mod:`autograder.check_warm`;
+    ``AUTOGRADER_CHECK_IDLE=0`` keeps none)."""
     import nbformat
 
-    with tempfile.TemporaryDirectory(prefix="autograder-check-") as tmp:
-        folder = Path(tmp) / (name or Path(file_name).stem)
-        folder.mkdir()
-        copy = folder / (f"{name}.ipynb" if name else file_name)
-        nbformat.write(nb, copy)
-        env = dict(os.environ, **{GUARD: "1"})
-        proc = subprocess.Popen([sys.executable, "-m", "autograder", "check", str(copy), *args],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=env, cwd=folder)
-        for line in proc.stdout:
-            print(line.replace(str(copy), shown_as), end="", flush=True)
-        return proc.wait()
+    folder = _workdir() / (name or Path(file_name).stem)
+    shutil.rmtree(folder, ignore_errors=True)  # what the last check's kernel wrote there
+    folder.mkdir()
+    copy = folder / (f"{name}.ipynb" if name else file_name)
+    nbformat.write(nb, copy)
+    env = dict(os.environ, **{GUARD: "1"})
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "check", str(copy), *args,
+                             WARM], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env, cwd=folder)
+    for line in proc.stdout:
+        print(line.replace(str(copy), shown_as), end="", flush=True)
+    return proc.wait()
+
+
+@functools.cache
+def _workdir() -> Path:
+    """This kernel's temporary folder for the notebooks ``%check`` writes, the same for
+    every check (``--warm``'s host has the next check's kernel started in it), removed when
+    the kernel exits."""
+    path = Path(tempfile.mkdtemp(prefix="autograder-check-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def check_without_file(ran: dict[str, str], args: list[str], why: NotebookNotFound) -> int:

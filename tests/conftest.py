@@ -14,6 +14,9 @@ from autograder import wipe
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent))
+# %check runs `check --warm`: no test's check leaves a process waiting for the next one
+# unless the test asks for it (tests/test_check_warm.py)
+os.environ.setdefault("AUTOGRADER_CHECK_IDLE", "0")
 
 
 @pytest.hookimpl(trylast=True)

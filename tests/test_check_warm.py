@@ -25,10 +25,10 @@ import pytest
 from conftest import run
 from submissions import filled_notebook, parse_variant, variants
 
-from autograder import check_early, check_warm
+from autograder import check_early, check_warm, in_notebook
 
 EX01, EX05 = "ex01_python_attention", "ex05_torch_attention"
-NOTE = "(--warm: a process now waits"
+NOTE = "(--warm: the next check starts sooner"
 WAIT = 120.0  # seconds a test waits for a host to appear or to go: an outcome, not a timing
 
 
@@ -141,6 +141,23 @@ def test_a_warm_ex05_check_prints_what_a_cold_check_prints(tmp_path, runtime):
     warm = _check(path, "--warm")
     assert NOTE not in warm.stderr
     assert (warm.stdout, warm.returncode) == (cold.stdout, 0)
+
+
+@pytest.mark.slow
+def test_a_second_check_from_the_notebook_is_served_warm(runtime, monkeypatch, capsys):
+    """``%check`` runs ``check --warm`` on its copy of the notebook, in the same folder each
+    time (the host's kernel is started there): the second is served, with the same rows."""
+    monkeypatch.setenv("AUTOGRADER_CHECK_IDLE", "600")
+    nb = filled_notebook(EX01)
+    outputs = []
+    for _ in range(2):
+        code = in_notebook.check_notebook(nb, EX01, f"{EX01}.ipynb", [], shown_as="nb")
+        outputs.append((code, capsys.readouterr().out))
+        _host_up(runtime)
+    (first_code, first), (second_code, second) = outputs
+    assert NOTE in first and NOTE not in second, second
+    assert first_code == second_code == 0
+    assert first.replace(first[first.index(NOTE):], "") == second
 
 
 def test_the_socket_folder_is_this_users_alone(runtime, monkeypatch):
