@@ -170,17 +170,19 @@ The grader's machinery (never in the learner's kernel):
   trusted checker, one serving kernel cell each (grading's executor and ``check``'s cell
   loop use it; it needs no part of nbgrader); what stopped the cells, kept in the
   autograded notebook's metadata.
-- :mod:`~autograder.check_early` (131 lines): ``check``'s kernel started before the
+- :mod:`~autograder.check_early` (155 lines): ``check``'s kernel started before the
   command imports anything else (the standard library only).
 - :mod:`~autograder.check_kernel` (161 lines): the kernel ``check`` starts (or adopts)
   first, before it imports the rest (jupyter_client only), on Unix sockets; replaced when it
   dies before it answers; stopped promptly. :mod:`~autograder.kernel_ready` (46 lines): a
   kernel client ready as soon as the kernel answers (``check``'s and grading's).
-- :mod:`~autograder.check_warm` (192 lines): ``check --warm``, the command's side (the
+- :mod:`~autograder.check_warm` (204 lines): ``check --warm``, the command's side (the
   standard library only): the host's socket, the fingerprint it must share, the check
-  handed over with the terminal's descriptors; :mod:`~autograder.check_host` (214 lines):
+  handed over with the terminal's descriptors; :mod:`~autograder.check_host` (233 lines):
   the host, a trusted process that keeps the checker loaded and the next check's kernel
-  (and ex05's probe) started, and runs each check it is handed.
+  (and ex05's probe) started, and runs each check it is handed;
+  :mod:`~autograder.kernel_output` (81 lines): what that kernel writes to its own
+  standard output and error, relayed to the check that takes it.
 - :mod:`~autograder.notebook_run` (157 lines): ``check``'s run of a
   notebook, cell by cell, the tests by the trusted checker.
 - :mod:`~autograder.nbgrader_settings` (139 lines): the course's

@@ -60,10 +60,22 @@ class EarlyKernel:
     sockets: Path
     cwd: Path
     preload: tuple[str, ...]
+    cwd_id: tuple[int, int] = (0, 0)  # the folder's device and inode when it started
+    output: tuple[int, int] | None = None  # its stdout and stderr pipes' read ends (ahead)
 
     @property
     def connection_file(self) -> Path:
         return self.sockets / "kernel.json"
+
+    def runs_in(self, cwd: Path) -> bool:
+        """Whether the kernel's working folder is ``cwd`` still (not a folder of that name
+        made since: a kernel started ahead, by ``check --warm``'s host, would run in a
+        removed folder)."""
+        try:
+            st = cwd.stat()
+        except OSError:
+            return False
+        return self.cwd == cwd and (st.st_dev, st.st_ino) == self.cwd_id
 
     def discard(self) -> None:
         """Kill the kernel and remove its folder (a check that did not take it)."""
@@ -98,8 +110,9 @@ def start(argv: list[str], ahead: bool = False) -> EarlyKernel | None:
     """The kernel for ``python -m autograder`` ``argv``, started now when the command is a
     check of a notebook file; else None. ``ahead``: for a check still to come (``check
     --warm``'s host), importing what torch imports on first use too
-    (:func:`autograder.warm_sandbox.ahead_of_use`). Never raises: the check starts its own
-    then."""
+    (:func:`autograder.warm_sandbox.ahead_of_use`), writing into pipes (``output``: the
+    check that takes it relays them, :mod:`autograder.kernel_output`). Never raises: the
+    check starts its own then."""
     path = notebook_of(argv)
     try:
         if path is None or not path.is_file():
@@ -111,14 +124,24 @@ def start(argv: list[str], ahead: bool = False) -> EarlyKernel | None:
         if sockets is None:
             return None
         cwd = path.resolve().parent
-        return EarlyKernel(_popen(sockets, cwd, preload), sockets, cwd, preload)
+        st = cwd.stat()
+        pipes = (os.pipe(), os.pipe()) if ahead else None
+        try:
+            proc = _popen(sockets, cwd, preload, [w for _, w in pipes] if pipes else None)
+        finally:
+            for _, w in pipes or ():
+                os.close(w)
+        return EarlyKernel(proc, sockets, cwd, preload, (st.st_dev, st.st_ino),
+                           tuple(r for r, _ in pipes) if pipes else None)
     except Exception:  # noqa: BLE001 - see the docstring
         return None
 
 
-def _popen(sockets: Path, cwd: Path, preload: tuple[str, ...]) -> subprocess.Popen:
+def _popen(sockets: Path, cwd: Path, preload: tuple[str, ...],
+           output: list[int] | None = None) -> subprocess.Popen:
     """The kernel's process, as jupyter_client's ``launch_kernel`` starts it: a new
-    session, stdin closed, ``JPY_PARENT_PID`` (the kernel exits when this process does)."""
+    session, stdin closed, ``JPY_PARENT_PID`` (the kernel exits when this process does);
+    its stdout and stderr this command's, or the descriptors ``output``."""
     info = {"shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4,
             "hb_port": 5, "ip": str(sockets / "kernel"), "key": secrets.token_hex(16),
             "transport": "ipc", "signature_scheme": "hmac-sha256", "kernel_name": "python3"}
@@ -126,6 +149,7 @@ def _popen(sockets: Path, cwd: Path, preload: tuple[str, ...]) -> subprocess.Pop
     connection.write_text(json.dumps(info, indent=2), encoding="utf-8")
     connection.chmod(0o600)
     env = dict(os.environ, JPY_PARENT_PID=str(os.getpid()))
+    out, err = output or (None, None)
     return subprocess.Popen([sys.executable, "-c", LAUNCH, "-f", str(connection),
-                             *kernel_arguments(preload)],
-                            stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True)
+                             *kernel_arguments(preload)], stdin=subprocess.DEVNULL,
+                            stdout=out, stderr=err, cwd=cwd, env=env, start_new_session=True)

@@ -35,6 +35,7 @@ from autograder.check_early import EarlyKernel, notebook_of, start
 from autograder.cli import main as command
 from autograder.cli import parser
 from autograder.exercises import assignment_of_path
+from autograder.kernel_output import Relay
 from autograder.warm_sandbox import ahead_of_use, preload_for
 
 MAX_REQUEST = 1 << 16  # bytes of a command's request (its command line and folder)
@@ -56,16 +57,20 @@ class Host:
         self.fingerprint = check_warm.fingerprint()  # before any command changes anything
         self.environ = dict(os.environ)
         self.kernel: EarlyKernel | None = None
+        self.relay: Relay | None = None  # the waiting kernel's own output
 
     def prepare(self, argv: list[str]) -> None:
         """Start what the next check of ``argv``'s notebook takes: its kernel, ex05's probe;
         import its checks (torch, for the exercises that use it)."""
         self.kernel = start(argv, ahead=True)
+        if self.kernel is not None and self.kernel.output is not None:
+            self.relay = Relay(*self.kernel.output)
         path = notebook_of(argv)
         named = assignment_of_path(path) if path else None
         if named is None:
             return
-        with contextlib.suppress(Exception):  # a head start only: the check does it itself
+        with contextlib.suppress(Exception, SystemExit):  # a head start only (and a command
+            # line argparse refuses, such as --timeout=abc, starts nothing more)
             notebook_run.before_checks(named, parser().parse_args(argv).timeout)
             importlib.import_module(f"autograder.checks.{named.split('_')[0]}")
             nbformat.validate(nbformat.read(path, as_version=4))  # its schema compiled
@@ -86,14 +91,19 @@ class Host:
             request = json.loads(data.decode("utf-8"))
             argv = [str(a) for a in request["argv"] if a != check_warm.WARM_FLAG]
             if request["fingerprint"] != self.fingerprint or len(fds) != 2:
-                conn.sendall(b'{"stale": true}\n')
+                with contextlib.suppress(OSError):
+                    conn.sendall(b'{"stale": true}\n')
                 return False
-            conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+            try:
+                conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+            except OSError:  # the command has gone (interrupted while it waited)
+                return True
             code, go_on = self.run(argv, request, fds)
         finally:
             for fd in fds:
                 os.close(fd)
-        conn.sendall(json.dumps({"code": code}).encode() + b"\n")
+        with contextlib.suppress(OSError):
+            conn.sendall(json.dumps({"code": code}).encode() + b"\n")
         if go_on:
             self.prepare(argv)
         return go_on
@@ -103,9 +113,12 @@ class Host:
         error); and whether the host may serve again (not after an interrupt or a failure
         of its own)."""
         kernel, self.kernel = self.kernel, None
+        relay, self.relay = self.relay, None
         os.environ.clear()
         os.environ.update(self.environ, PWD=str(request.get("pwd", "")))
         with _streams(fds, request), _environment_kept():
+            if relay is not None:  # before the check's own output, as from a kernel of its own
+                relay.attach(1, 2)
             try:
                 os.chdir(request["cwd"])
                 return command(argv, early_kernel=kernel), True
@@ -118,6 +131,9 @@ class Host:
             except Exception:  # noqa: BLE001 - the command's own failure, as Python shows it
                 traceback.print_exc()
                 return 1, False
+            finally:
+                if relay is not None:
+                    relay.finish()
 
 
 @contextlib.contextmanager
@@ -142,10 +158,13 @@ def _streams(fds: list[int], request: dict):
     os.dup2(fds[0], 1)
     os.dup2(fds[1], 2)
     enc, errors = request.get("encoding") or "utf-8", request.get("errors") or "strict"
+    (out_line, out_through), (err_line, err_through) = request.get(
+        "buffering", [[False, False], [True, False]])
     sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), encoding=enc, errors=errors,
-                                  line_buffering=bool(request.get("line_buffering")))
+                                  line_buffering=bool(out_line), write_through=bool(out_through))
     sys.stderr = io.TextIOWrapper(open(2, "wb", closefd=False), encoding=enc,
-                                  errors="backslashreplace", line_buffering=True)
+                                  errors="backslashreplace", line_buffering=bool(err_line),
+                                  write_through=bool(err_through))
     try:
         yield
     finally:

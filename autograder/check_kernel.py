@@ -118,7 +118,7 @@ def launch(cwd: Path, preload: tuple[str, ...] = (),
     """
     km = CheckKernelManager(kernel_name="python3")
     cwd = Path(cwd).resolve()
-    if early is not None and early.cwd == cwd and set(preload) <= set(early.preload):
+    if early is not None and early.runs_in(cwd) and set(preload) <= set(early.preload):
         km.adopt(early)
     else:
         if early is not None:

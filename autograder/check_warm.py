@@ -36,7 +36,10 @@ from pathlib import Path
 from autograder import env_vars
 
 PACKAGE = Path(__file__).resolve().parent
-COURSE_FILES = (PACKAGE, PACKAGE.parent / "solutions", PACKAGE.parent / "exercises")
+# What the host reads once and keeps: the package and the instructor's sources. Not
+# exercises/: in this repository the learner's notebook is a file there, and what the
+# check reads of it is read again for each check (autograder.notebook._released).
+COURSE_FILES = (PACKAGE, PACKAGE.parent / "solutions")
 IDLE = 900.0  # seconds a host waits for the next check, when CHECK_IDLE is not set
 VOLATILE = ("PWD", "OLDPWD", "_", "SHLVL")  # what a shell changes between two commands
 WARM_FLAG = "--warm"
@@ -101,8 +104,8 @@ def host_pid(where: Path) -> int | None:
 
 def fingerprint() -> str:
     """What a host must share with a command it serves: this Python, the environment (less
-    :data:`VOLATILE`), and the name, size and time of change of every course file (the
-    package, the sources, the released notebooks) and of every folder on ``sys.path``
+    :data:`VOLATILE`), and the name, size and time of change of every file of
+    :data:`COURSE_FILES` (the package, the instructor's sources) and of every folder on ``sys.path``
     (packages installed or removed) but the current folder, by its name only (a check
     writes its notebook there)."""
     h = hashlib.sha256(sys.executable.encode())
@@ -154,10 +157,11 @@ def served(argv: list[str]) -> int | None:
 
 def _ask(conn: socket.socket, argv: list[str]) -> int | None:
     """Hand the check to the host on ``conn``; relay an interrupt; its exit status."""
-    out = sys.stdout
+    out, err = sys.stdout, sys.stderr
     request = {"argv": argv, "cwd": os.getcwd(), "fingerprint": fingerprint(),
                "encoding": out.encoding, "errors": out.errors,
-               "line_buffering": out.line_buffering, "pwd": os.environ.get("PWD", "")}
+               "buffering": [[s.line_buffering, s.write_through] for s in (out, err)],
+               "pwd": os.environ.get("PWD", "")}
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     try:
@@ -167,6 +171,8 @@ def _ask(conn: socket.socket, argv: list[str]) -> int | None:
         first = json.loads(replies.readline() or "{}")
     except (OSError, ValueError):
         return None
+    except KeyboardInterrupt:  # waiting for the host's current check: nothing ran
+        return 130
     if "pid" not in first:  # another fingerprint: the host has gone
         return None
     while True:

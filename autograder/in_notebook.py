@@ -190,8 +190,12 @@ def check_notebook(nb, name: str | None, file_name: str, args: list[str],
     import nbformat
 
     folder = _workdir() / (name or Path(file_name).stem)
-    shutil.rmtree(folder, ignore_errors=True)  # what the last check's kernel wrote there
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
+    for old in folder.iterdir():  # what the last check's kernel wrote there; the folder
+        if old.is_dir() and not old.is_symlink():  # stays (the next kernel runs in it)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
     copy = folder / (f"{name}.ipynb" if name else file_name)
     nbformat.write(nb, copy)
     env = dict(os.environ, **{GUARD: "1"})

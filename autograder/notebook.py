@@ -60,13 +60,27 @@ def put_hidden_tests_back(nb, assignment: str, source_dir: Path | None = None) -
 
 # --- Which assignment a notebook is, and how it differs from its released version ---------
 
-@lru_cache(maxsize=None)
 def _released(folder: str) -> dict[str, dict[str, str]]:
-    """assignment -> {grade_id: normalised source} of the read-only cells of its release."""
-    out = {}
-    for path in sorted(Path(folder).glob("*/*.ipynb")):
-        if path.stem != path.parent.name:
+    """assignment -> {grade_id: normalised source} of the read-only cells of its release,
+    read again when a file of it changed (``check --warm``'s host lives on between checks,
+    and in this repository a learner's notebook is the release's file)."""
+    paths = [p for p in sorted(Path(folder).glob("*/*.ipynb")) if p.stem == p.parent.name]
+    stamp = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
             continue
+        stamp.append((str(path), st.st_size, st.st_mtime_ns))
+    return _released_files(tuple(stamp))
+
+
+@lru_cache(maxsize=16)
+def _released_files(stamp: tuple[tuple[str, int, int], ...]) -> dict[str, dict[str, str]]:
+    """:func:`_released` of the files ``stamp`` names (path, size, time of change)."""
+    out = {}
+    for name, _, _ in stamp:
+        path = Path(name)
         try:
             nb = nbformat.read(path, as_version=4)
         except Exception:  # noqa: BLE001 - a broken release folder identifies nothing

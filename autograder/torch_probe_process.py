@@ -40,7 +40,6 @@ class _Started:
     def __init__(self, assignment: str, timeout: float):
         self.assignment, self.course = assignment, scratch_dir("autograder-probe-course-")
         self.timeout = timeout
-        self.timeout = timeout
         copy_course(self.course, assignment)
         self._closed = threading.Event()
         started: Future = Future()
@@ -128,6 +127,7 @@ def run(cells: list[str], calls: list[dict], timeout: float,
                               f"{limits.backstop(timeout):g} s") from None
     finally:
         started.close()
+        atexit.unregister(started.close)  # registered when started ahead
     return _answer(stdout, started.proc.returncode, len(calls), timeout)
 
 

@@ -25,7 +25,8 @@ import pytest
 from conftest import run
 from submissions import filled_notebook, parse_variant, variants
 
-from autograder import check_early, check_warm, in_notebook
+from autograder import check_early, check_warm, in_notebook, notebook
+from autograder.config import EXERCISES
 
 EX01, EX05 = "ex01_python_attention", "ex05_torch_attention"
 NOTE = "(--warm: the next check starts sooner"
@@ -66,12 +67,26 @@ def _wait(condition) -> bool:
     return True
 
 
-def _notebook(tmp_path: Path, assignment: str, variant: str | None = None) -> Path:
+# A learner's cell that writes to the kernel's own standard output (a shell command: not a
+# notebook output) and uses its working folder: a kernel started ahead shows both as a
+# kernel started by the check does.
+OWN_OUTPUT = ('import os\nos.system("echo from the shell")\n'
+              'open("results.txt", "w").write("saved")\n'
+              'assert open(os.path.join(os.getcwd(), "results.txt")).read() == "saved"\n')
+
+
+def _notebook(tmp_path: Path, assignment: str, variant: str | None = None,
+              folder: str | None = None) -> Path:
     cells = parse_variant(variants(assignment)[variant])[0] if variant else None
-    path = tmp_path / (variant or "reference") / assignment / f"{assignment}.ipynb"
-    path.parent.mkdir(parents=True)
-    nbformat.write(filled_notebook(assignment, cells), path)
+    path = tmp_path / (folder or variant or "reference") / assignment / f"{assignment}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(_with_own_output(filled_notebook(assignment, cells)), path)
     return path
+
+
+def _with_own_output(nb):
+    nb.cells.insert(2, nbformat.v4.new_code_cell(OWN_OUTPUT))
+    return nb
 
 
 def _check(path: Path, *extra: str, env: dict | None = None):
@@ -97,12 +112,24 @@ def test_a_warm_check_prints_what_a_cold_check_prints(tmp_path, runtime):
     first = _check(right, "--warm")
     assert (first.stdout, first.returncode) == (cold[right].stdout, 0)
     assert NOTE in first.stderr  # run as usual, then a host started
+    assert "from the shell" in cold[right].stdout
     pid = _host_up(runtime)
     for path in (right, wrong, right):  # another notebook, then the first again
         warm = _check(path, "--warm")
         assert NOTE not in warm.stderr, warm.stderr  # served by the host
         assert (warm.stdout, warm.returncode) == (cold[path].stdout, cold[path].returncode)
         assert check_warm.host_pid(_socket(runtime).parent) == pid and _alive(pid)
+    # the learner saves a wrong answer in the same file: still served, and judged anew
+    saved = _notebook(tmp_path, EX01, wrong.parent.parent.name, folder="reference")
+    assert saved == right
+    warm = _check(right, "--warm")
+    assert NOTE not in warm.stderr
+    assert (warm.stdout.replace(str(right), str(wrong)), warm.returncode) == (
+        cold[wrong].stdout, 1)
+    # a command line argparse refuses: answered as without --warm, and the host goes on
+    typo = _check(right, "--warm", "--timeout=abc")
+    assert (typo.returncode, typo.stderr) == (2, _check(right, "--timeout=abc").stderr)
+    assert NOTE not in _check(right, "--warm").stderr and _alive(pid)
 
 
 @pytest.mark.slow
@@ -122,7 +149,9 @@ def test_a_host_exits_when_idle_and_on_sigterm(tmp_path, runtime):
     path = _notebook(tmp_path, EX01)
     run([sys.executable, "-m", "autograder", "check", str(path), "--warm"],
         env={"AUTOGRADER_CHECK_IDLE": "1"})
-    pid = _host_up(runtime)
+    where = _socket(runtime).parent  # the host writes its PID before its socket appears
+    assert _wait(lambda: check_warm.host_pid(where) is not None), "no host started"
+    pid = check_warm.host_pid(where)
     assert _wait(lambda: not _alive(pid)) and not _socket(runtime).exists()
     _check(path, "--warm")
     pid = _host_up(runtime)
@@ -148,7 +177,7 @@ def test_a_second_check_from_the_notebook_is_served_warm(runtime, monkeypatch, c
     """``%check`` runs ``check --warm`` on its copy of the notebook, in the same folder each
     time (the host's kernel is started there): the second is served, with the same rows."""
     monkeypatch.setenv("AUTOGRADER_CHECK_IDLE", "600")
-    nb = filled_notebook(EX01)
+    nb = _with_own_output(filled_notebook(EX01))
     outputs = []
     for _ in range(2):
         code = in_notebook.check_notebook(nb, EX01, f"{EX01}.ipynb", [], shown_as="nb")
@@ -156,8 +185,23 @@ def test_a_second_check_from_the_notebook_is_served_warm(runtime, monkeypatch, c
         _host_up(runtime)
     (first_code, first), (second_code, second) = outputs
     assert NOTE in first and NOTE not in second, second
-    assert first_code == second_code == 0
+    assert first_code == second_code == 0, second
     assert first.replace(first[first.index(NOTE):], "") == second
+    assert second.count("from the shell") == 1  # the kernel's own output, relayed
+
+
+def test_released_cells_are_read_again_when_a_release_file_changes(tmp_path):
+    """What identifies a notebook's assignment is read once per change of the release's
+    files: a host lives on between checks, and in this repository a learner's notebook
+    is the release's file."""
+    folder = tmp_path / "exercises" / EX01
+    folder.mkdir(parents=True)
+    nb = nbformat.read(EXERCISES / EX01 / f"{EX01}.ipynb", as_version=4)
+    nbformat.write(nb, folder / f"{EX01}.ipynb")
+    assert notebook.identify_assignment(nb, tmp_path / "exercises") == EX01
+    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("other")])
+    nbformat.write(other, folder / f"{EX01}.ipynb")  # the file changes (size and time)
+    assert notebook.identify_assignment(nb, tmp_path / "exercises") is None
 
 
 def test_the_socket_folder_is_this_users_alone(runtime, monkeypatch):
