@@ -10,9 +10,10 @@ themselves, over a Unix socket), and prints nothing of its own: the host runs th
 exactly as the command would, writing to this terminal, and replies with the exit status.
 
 The host serves only its own user (a socket in a folder only that user may enter) and
-only a command whose *fingerprint* is its own: the same Python, the same environment and
-the same course files and installed packages, by name, size and time of change. On any
-other, it says so and exits, and the check runs as usual and starts a new host. It exits
+only a command whose *fingerprint* is its own: the same Python, the same environment, and
+the same course package, instructor's sources and installed packages, by name, size and
+time of change. On any other, it says so and exits, and the check runs as usual and
+starts a new host. It exits
 after :data:`autograder.env_vars.CHECK_IDLE` seconds without a check (default 900).
 
 This module is the command's side: the standard library only, imported before anything
@@ -105,9 +106,9 @@ def host_pid(where: Path) -> int | None:
 def fingerprint() -> str:
     """What a host must share with a command it serves: this Python, the environment (less
     :data:`VOLATILE`), and the name, size and time of change of every file of
-    :data:`COURSE_FILES` (the package, the instructor's sources) and of every folder on ``sys.path``
-    (packages installed or removed) but the current folder, by its name only (a check
-    writes its notebook there)."""
+    :data:`COURSE_FILES` (the package, the instructor's sources) and of every folder on
+    ``sys.path`` (packages installed or removed), but for the current folder its name only
+    (a check writes its notebook there)."""
     h = hashlib.sha256(sys.executable.encode())
     env = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE)
     h.update(json.dumps(env).encode())
