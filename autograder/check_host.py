@@ -26,6 +26,7 @@ import socket
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -116,7 +117,9 @@ class Host:
         relay, self.relay = self.relay, None
         os.environ.clear()
         os.environ.update(self.environ, PWD=str(request.get("pwd", "")))
-        with _streams(fds, request), _environment_kept():
+        # Python shows a warning once per place and process: each check as a process of its own
+        with _streams(fds, request), _environment_kept(), warnings.catch_warnings():
+            warnings.onceregistry.clear()
             if relay is not None:  # before the check's own output, as from a kernel of its own
                 relay.attach(1, 2)
             try:
@@ -194,8 +197,9 @@ def main(argv: list[str]) -> int:
     listener.bind(str(path))
     os.chmod(path, 0o600)
     listener.listen(8)  # commands that come while it prepares wait for it
-    host = Host(listener)
+    host = None
     try:
+        host = Host(listener)
         host.prepare(first)
         listener.settimeout(check_warm.idle_seconds() or None)
         while True:
@@ -212,7 +216,8 @@ def main(argv: list[str]) -> int:
     finally:  # the lock is still held: the socket is this host's
         path.unlink(missing_ok=True)
         listener.close()
-        host.discard()
+        if host is not None:
+            host.discard()
 
 
 def _locked(lock, wait: float = 5.0) -> bool:

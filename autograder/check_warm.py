@@ -111,7 +111,7 @@ def fingerprint() -> str:
     (a check writes its notebook there)."""
     h = hashlib.sha256(sys.executable.encode())
     env = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE)
-    h.update(json.dumps(env).encode())
+    h.update(json.dumps(env).encode())  # ASCII: other characters escaped
     for top in COURSE_FILES:
         for root, dirs, files in os.walk(top):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
@@ -121,19 +121,20 @@ def fingerprint() -> str:
     for entry in sys.path:  # the folder of the command (-m's first entry): by its name only
         path = os.path.abspath(entry or ".")
         if path == cwd:
-            h.update(f"{path}\n".encode())
+            h.update(os.fsencode(path) + b"\n")
         else:
             _stat_into(h, path)
     return h.hexdigest()
 
 
 def _stat_into(h, path: str) -> None:
+    name = os.fsencode(path)  # a folder's name need not be UTF-8
     try:
         st = os.stat(path)
     except OSError:
-        h.update(f"{path}\0-\n".encode())
+        h.update(name + b"\0-\n")
         return
-    h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    h.update(name + f"\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
 
 
 def wanted(argv: list[str]) -> bool:
@@ -153,7 +154,10 @@ def served(argv: list[str]) -> int | None:
     except OSError:
         return None
     with conn:
-        return _ask(conn, argv)
+        try:
+            return _ask(conn, argv)
+        except (OSError, ValueError):  # nothing ran: the check runs here
+            return None
 
 
 def _ask(conn: socket.socket, argv: list[str]) -> int | None:

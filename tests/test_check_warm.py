@@ -28,7 +28,7 @@ from submissions import filled_notebook, parse_variant, variants
 from autograder import check_early, check_warm, in_notebook, notebook
 from autograder.config import EXERCISES
 
-EX01, EX05 = "ex01_python_attention", "ex05_torch_attention"
+EX01, EX02, EX05 = "ex01_python_attention", "ex02_numpy_attention", "ex05_torch_attention"
 NOTE = "(--warm: the next check starts sooner"
 WAIT = 120.0  # seconds a test waits for a host to appear or to go: an outcome, not a timing
 
@@ -188,6 +188,37 @@ def test_a_second_check_from_the_notebook_is_served_warm(runtime, monkeypatch, c
     assert first_code == second_code == 0, second
     assert first.replace(first[first.index(NOTE):], "") == second
     assert second.count("from the shell") == 1  # the kernel's own output, relayed
+
+
+@pytest.mark.slow
+def test_the_checkers_warnings_show_at_every_served_check(tmp_path, runtime):
+    """A warning the checker raises (NumPy's ComplexWarning, for a softmax that returns
+    complex numbers) is printed by every check, as by a process of its own: Python shows
+    one once per place and process, and the host is one process."""
+    path = tmp_path / EX02 / f"{EX02}.ipynb"
+    path.parent.mkdir()
+    nb = filled_notebook(EX02)
+    at = next(i for i, c in enumerate(nb.cells) if "def softmax" in c.source)
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(
+        "_softmax_real = softmax\n"
+        "def softmax(*a, **k):\n    return _softmax_real(*a, **k).astype(complex)\n"))
+    nbformat.write(nb, path)
+    cold = _check(path)
+    assert "ComplexWarning" in cold.stderr, cold.stderr
+    _check(path, "--warm")
+    _host_up(runtime)
+    for _ in range(2):
+        warm = _check(path, "--warm")
+        assert (warm.stdout, warm.stderr, warm.returncode) == (
+            cold.stdout, cold.stderr, cold.returncode)
+
+
+def test_a_folder_name_that_is_not_utf8_has_a_fingerprint(tmp_path, monkeypatch):
+    folder = Path(os.fsdecode(bytes(tmp_path) + b"/bad\xff"))
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    monkeypatch.syspath_prepend(str(folder))
+    assert len(check_warm.fingerprint()) == 64
 
 
 def test_released_cells_are_read_again_when_a_release_file_changes(tmp_path):
