@@ -111,11 +111,16 @@ def test_panic_todo_and_compile_errors_point_at_the_learners_lines():
 def test_an_endless_loop_is_stopped_by_an_interrupt():
     """A cell timeout interrupts the kernel: the call returns KeyboardInterrupt (in a child
     process, whose spinning Rust thread ends with it)."""
+    # If it hangs, every thread's stack goes to stderr (and into the failure) before the
+    # test's own timeout: a run under heavy load once timed out here with nothing printed.
     code = textwrap.dedent("""
-        import _thread, threading, time
+        import _thread, faulthandler, sys, threading, time
+        faulthandler.dump_traceback_later(100, exit=True)
+        start = time.monotonic()
         from autograder import rust
         lib = rust.compile_rust([rust.RustSource("cell_softmax.rs",
             "fn softmax(row: &[f64]) -> Result<Vec<f64>, String> { loop {} }")])
+        print(f"compiled in {time.monotonic() - start:.1f} s", file=sys.stderr, flush=True)
         threading.Timer(0.5, _thread.interrupt_main).start()
         try:
             lib.functions["softmax"]([1.0])
