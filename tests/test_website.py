@@ -1,17 +1,17 @@
 """The website as a reader meets it: in a real browser (headless Chromium), offline.
 
-Each page is opened once per view (390 and 1280 px, light and dark; the ``views`` fixture)
-and every test below reads what that open found. Every page opens from _build/html with no
-console error and no request to any other host;
-mathematics is typeset by the MathJax served from the site; images load and carry alt
-text; chapters and exercises have download and launch buttons, and the download menu's .ipynb item
-saves the notebook (a download event with its name and the built file's bytes) from a server
-that sends .ipynb as application/json and from a page opened as a file; search finds "softmax";
-internal links and anchors resolve. On every page at 390 and 1280 px, light and dark: the
-page never scrolls sideways, a display equation wider than its column scrolls with a visible
-cue, code fits the column at 1280 px, captions show no raw labels. axe-core finds no WCAG 2.0
-or 2.1 A/AA violation on any page, light or dark. Screenshots of every page at both widths
-and both schemes go to _build/screenshots/.
+Each page is opened once per colour scheme at 390 px and widened to 1280 px (the ``views``
+fixture), and every test below reads what those four views found. Every page opens from
+_build/html with no console error and no request to any other host; mathematics is typeset
+by the MathJax served from the site; images load and carry alt text; chapters and exercises
+have download and launch buttons, and the download menu's .ipynb item saves the notebook (a
+download event with its name and the built file's bytes) from a server that sends .ipynb as
+application/json and from a page opened as a file; search finds "softmax"; internal links
+and anchors resolve. On every page at 390 and 1280 px, light and dark: the page never
+scrolls sideways, a display equation wider than its column scrolls with a visible cue, code
+fits the column at 1280 px, captions show no raw labels. axe-core finds no WCAG 2.0 or 2.1
+A/AA violation on any page: all its rules in the light scheme, its colour rules in the dark
+one. Screenshots of every page at both widths and both schemes go to _build/screenshots/.
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 # other token spans with the same key (no element inside them, no link or control in
 # them: nothing else is left out) are hidden while axe runs (visibility: nothing moves,
 # and axe skips hidden elements). Returns {violations, code: text elements of the code,
-# samples: those checked}.
-AXE_RUN = """async tags => {
+# samples: those checked}. With colours_only, it runs only the rules that read colours
+# (axe's tag cat.color: color-contrast, link-in-text-block).
+AXE_RUN = """async ({tags, colours_only}) => {
   const key = el => {
     const s = getComputedStyle(el);
     const parts = [s.color, s.fontSize, s.fontWeight, s.textShadow, s.opacity];
@@ -71,13 +72,19 @@ AXE_RUN = """async tags => {
       hidden.push(el);
   }
   for (const el of hidden) el.style.visibility = 'hidden';
-  const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
+  const only = colours_only
+    ? {type: 'rule', values: axe.getRules(tags).filter(r => r.tags.includes('cat.color'))
+                                                 .map(r => r.ruleId)}
+    : {type: 'tag', values: tags};
+  const r = await axe.run(document, {runOnly: only});
   for (const el of hidden) el.style.visibility = '';
   const violations = r.violations.map(v => ({id: v.id,
     nodes: v.nodes.map(n => ({target: n.target.join(' '), summary: n.failureSummary}))}));
   return {violations, code, samples: code - hidden.length};
 }"""
-VIEWS = [(390, 844, "light"), (390, 844, "dark"), (1280, 900, "light"), (1280, 900, "dark")]
+PHONE, DESKTOP = (390, 844), (1280, 900)
+SCHEMES = ("light", "dark")
+VIEWS = [(*size, scheme) for scheme in SCHEMES for size in (PHONE, DESKTOP)]
 LAYOUT = """() => {
   const de = document.documentElement, main = document.querySelector('main') || document.body;
   const out = {overflow: Math.max(de.scrollWidth, document.body.scrollWidth) - de.clientWidth,
@@ -206,30 +213,74 @@ PAGE_FACTS = """() => {
 
 @pytest.fixture(scope="module")
 def views(built_book, browser) -> dict[tuple[str, int, str], dict]:
-    """Every page opened once in each of :data:`VIEWS`, as a reader's browser shows it:
-    {(page, width, scheme): what the page tests below assert on}: console errors, requests
-    to other hosts, the facts of :data:`PAGE_FACTS`, :data:`LAYOUT`'s findings and, at
-    1280 px in both schemes, axe-core's violations. A screenshot of each view goes to
-    _build/screenshots/<page>-<width>-<scheme>.png. One open per view serves every test
-    (they took 4 opens of each page before, in separate tests)."""
+    """Every page in each of :data:`VIEWS`, as a reader's browser shows it: {(page, width,
+    scheme): what the page tests below assert on}: console errors, requests to other hosts,
+    the facts of :data:`PAGE_FACTS`, :data:`LAYOUT`'s findings and, at 1280 px, axe-core's
+    violations. A screenshot of each view goes to _build/screenshots/<page>-<width>-<scheme>.png.
+
+    A page is opened once per scheme, at the phone's width, and then widened to the
+    desktop's, as a reader widens a window: every fact is the same as in a page opened at
+    that width (test_a_widened_page_is_a_page_opened_wide), at half the cost. axe-core runs
+    all its rules in the light scheme and, in the dark one, the rules that read colours
+    (the others read the page's structure, which the scheme does not change)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     seen = {}
     for path in pages(built_book):
         name = str(path.relative_to(built_book))
-        for width, height, scheme in VIEWS:
-            page, errors, foreign = open_page(browser, path, width, height, scheme)
-            facts = page.evaluate(PAGE_FACTS)
-            # copies: axe's own requests for the style sheets (blocked from file: pages) are
-            # not the page's
-            facts.update(errors=list(errors), foreign=list(foreign), layout=page.evaluate(LAYOUT))
-            stem = name.removesuffix(".html").replace("/", "_")
-            facts["screenshot"] = SCREENSHOTS / f"{stem}-{width}-{scheme}.png"
-            page.screenshot(path=str(facts["screenshot"]), full_page=False)
-            if width >= 1200 and AXE.is_file():  # the rules do not depend on the width
-                facts["axe"] = axe_violations(page, AXE)  # (colours do on the scheme)
+        for scheme in SCHEMES:
+            page, errors, foreign = open_page(browser, path, *PHONE, scheme)
+            for width, height in (PHONE, DESKTOP):
+                if width != PHONE[0]:
+                    page.set_viewport_size({"width": width, "height": height})
+                    settle(page)
+                facts = view_facts(page, errors, foreign)
+                stem = name.removesuffix(".html").replace("/", "_")
+                facts["screenshot"] = SCREENSHOTS / f"{stem}-{width}-{scheme}.png"
+                page.screenshot(path=str(facts["screenshot"]), full_page=False)
+                if width == DESKTOP[0] and AXE.is_file():  # the rules do not depend on the width
+                    facts["axe"] = axe_violations(page, AXE, colours_only=scheme != "light")
+                seen[name, width, scheme] = facts
             page.context.close()
-            seen[name, width, scheme] = facts
     return seen
+
+
+# Where the page's blocks lie: the viewport, the main column, each display equation's and
+# each code block's box and scroll width, and which of the theme's sidebars show.
+GEOMETRY = """() => {
+  const box = e => { const r = e.getBoundingClientRect();
+    return [Math.round(r.left), Math.round(r.width), e.scrollWidth]; };
+  const main = document.querySelector('main') || document.body;
+  return {viewport: [innerWidth, document.documentElement.clientWidth], main: box(main),
+          equations: [...main.querySelectorAll('mjx-container[display="true"]')].map(box),
+          code: [...main.querySelectorAll('div.highlight pre')].map(box),
+          sidebars: [...document.querySelectorAll('.bd-sidebar-primary, .bd-sidebar-secondary')]
+            .map(e => getComputedStyle(e).display)};
+}"""
+
+
+def view_facts(page, errors: list, foreign: list) -> dict:
+    """:data:`PAGE_FACTS`, :data:`LAYOUT` and :data:`GEOMETRY` of an open page, with copies
+    of its console errors and requests to other hosts so far (axe's own requests for the
+    style sheets, blocked from file: pages, are not the page's)."""
+    facts = page.evaluate(PAGE_FACTS)
+    facts.update(errors=list(errors), foreign=list(foreign), layout=page.evaluate(LAYOUT),
+                 geometry=page.evaluate(GEOMETRY))
+    return facts
+
+
+def test_a_widened_page_is_a_page_opened_wide(built_book, browser, views):
+    """The ``views`` fixture widens each page from 390 to 1280 px rather than opening it
+    again: on the chapter with the widest equations and the most code, in both schemes,
+    every fact it records, where each block lies included, equals that of the page opened
+    at 1280 px."""
+    name = "chapters/03_why_sqrt_dk.html"
+    for scheme in SCHEMES:
+        page, errors, foreign = open_page(browser, built_book / name, *DESKTOP, scheme)
+        fresh = view_facts(page, errors, foreign)
+        page.context.close()
+        widened = {k: v for k, v in views[name, DESKTOP[0], scheme].items()
+                   if k not in ("screenshot", "axe")}
+        assert fresh == widened, scheme
 
 
 def test_every_page_in_a_browser(views):
@@ -264,16 +315,18 @@ def axe_script() -> Path:
     return AXE
 
 
-def axe_violations(page, script: Path) -> list[dict]:
+def axe_violations(page, script: Path, colours_only: bool = False) -> list[dict]:
     """Run axe-core's WCAG 2.0/2.1 A and AA rules on an open page (:data:`AXE_RUN`: one
-    element of each style of its highlighted code); return its violations."""
+    element of each style of its highlighted code); return its violations. With
+    ``colours_only``, only the rules that read colours."""
     page.add_script_tag(path=str(script))
-    return page.evaluate(AXE_RUN, AXE_TAGS)["violations"]
+    return page.evaluate(AXE_RUN, {"tags": AXE_TAGS, "colours_only": colours_only})["violations"]
 
 
 def test_axe_finds_no_wcag_violation_in_light_or_dark(views, axe_script):
     """axe-core (WCAG 2.0 and 2.1, levels A and AA) on every page, after MathJax has typeset
-    it, in the light and the dark colour scheme: no violation. Each one is listed with its
+    it, in the light colour scheme, and its rules that read colours in the dark one: no
+    violation. Each one is listed with its
     rule and up to three of its elements, with axe's summary of what fails."""
     problems = []
     checked = {(name, scheme) for (name, _, scheme), f in views.items() if "axe" in f}
@@ -296,9 +349,10 @@ CODE_PAGE = """<!doctype html><html lang="en"><head><title>code</title><style>
 </main></body></html>"""
 
 
-@pytest.mark.parametrize("last, found", [("k", 0), ("pale", 1)])
+@pytest.mark.parametrize("last, found, colours_only",
+                         [("k", 0, False), ("pale", 1, False), ("pale", 1, True)])
 def test_axe_samples_code_but_finds_one_low_contrast_token(browser, axe_script, tmp_path,
-                                                          last, found):
+                                                          last, found, colours_only):
     """:data:`AXE_RUN` checks one token element per style and background: the 400th token
     of a code block, its only one in a pale grey, is a colour-contrast violation; the same
     token in the block's own colour is none, and the 400 tokens of one style are checked
@@ -307,7 +361,7 @@ def test_axe_samples_code_but_finds_one_low_contrast_token(browser, axe_script, 
     page_file.write_text(CODE_PAGE.format(tokens='<span class="k">def</span> ' * 400, last=last))
     page, _, _ = open_page(browser, page_file)
     page.add_script_tag(path=str(axe_script))
-    result = page.evaluate(AXE_RUN, AXE_TAGS)
+    result = page.evaluate(AXE_RUN, {"tags": AXE_TAGS, "colours_only": colours_only})
     page.context.close()
     assert result["code"] == 402 and result["samples"] == 2 + found, result
     contrast = [v for v in result["violations"] if v["id"] == "color-contrast"]
