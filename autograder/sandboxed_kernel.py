@@ -49,17 +49,14 @@ def _fast_reconnect():
     return context
 
 
-def _ready_client_class():
-    class FastReconnectClient(ReadyClient):
-        """:class:`autograder.kernel_ready.ReadyClient` with sockets that retry their
-        connection every 5 ms (:func:`_fast_reconnect`)."""
+class FastReconnectClient(ReadyClient):
+    """:class:`autograder.kernel_ready.ReadyClient` with sockets that retry their
+    connection every 5 ms (:func:`_fast_reconnect`)."""
 
-        @default("context")
-        def _context_default(self):
-            self._created_context = True
-            return _fast_reconnect()
-
-    return FastReconnectClient
+    @default("context")
+    def _context_default(self):
+        self._created_context = True
+        return _fast_reconnect()
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -74,7 +71,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     @default("client_factory")
     def _client_factory_default(self):
-        return _ready_client_class()
+        return FastReconnectClient
 
     @default("context")
     def _context_default(self):
