@@ -37,16 +37,27 @@ WAIT = 120.0  # seconds a test waits for a host to appear or to go: an outcome, 
 def runtime(monkeypatch):
     """A short folder of this test's own as XDG_RUNTIME_DIR (socket paths are short); the
     host started there is stopped at the end."""
-    path = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))
-    path.chmod(0o700)
+    path = runtime_folder()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(path))
     yield path
-    where = path / f"autograder-check-{os.getuid()}"
+    stop_host(path)
+
+
+def runtime_folder() -> Path:
+    """A new short folder (mode 0700) for XDG_RUNTIME_DIR."""
+    path = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))
+    path.chmod(0o700)
+    return path
+
+
+def stop_host(runtime: Path) -> None:
+    """Stop the host started with ``runtime`` as XDG_RUNTIME_DIR, if any; remove the folder."""
+    where = runtime / f"autograder-check-{os.getuid()}"
     pid = check_warm.host_pid(where) if where.is_dir() else None
     if pid is not None and _alive(pid):
         os.kill(pid, signal.SIGTERM)
         _wait(lambda: not _alive(pid))
-    shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(runtime, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:

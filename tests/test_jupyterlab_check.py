@@ -3,7 +3,8 @@
 A learner opens exercise 1 in JupyterLab, types a correct solution into its cells (nothing
 saved), runs all the cells and reads, in the last cell's output, PASS for every test and
 knowledge check (the open repository's hidden tests included); then scales by
-1/sqrt(d_v), runs that cell and the check cell again, and reads the hint that names it. One JupyterLab, offline, on a
+1/sqrt(d_v), runs that cell and the check cell again, and reads the hint that names it;
+that second check is served by the host the first one started (``check --warm``). One JupyterLab, offline, on a
 copy of the released notebook in a temporary folder laid out as ``exercises/<id>/``.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from test_check_warm import NOTE, _socket, _wait, runtime_folder, stop_host
 from test_inpage import ANSWERS, ATTENTION, SOFTMAX
 
 A = "ex01_python_attention"
@@ -79,16 +81,22 @@ def serve_lab(root: Path, env: dict | None = None, args: list[str] = ()):
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """A JupyterLab server on a copy of ex01: (its URL, token, root folder)."""
+    """A JupyterLab server on a copy of ex01: (its URL, token, root folder, the
+    XDG_RUNTIME_DIR of its kernels, where ``check --warm`` keeps its host's socket)."""
     root = tmp_path_factory.mktemp("lab")
+    runtime = runtime_folder()
     (root / "exercises" / A).mkdir(parents=True)
     shutil.copy(REPO / "exercises" / A / f"{A}.ipynb", root / "exercises" / A)
     # No autosave: the check must read the code from the session, not from the file.
     settings = root / ".settings" / "@jupyterlab" / "docmanager-extension"
     settings.mkdir(parents=True)
     (settings / "plugin.jupyterlab-settings").write_text('{"autosave": false}')
-    with serve_lab(root) as (url, token):
-        yield url, token, root
+    try:
+        with serve_lab(root, env={"XDG_RUNTIME_DIR": str(runtime),
+                                  "AUTOGRADER_CHECK_IDLE": "600"}) as (url, token):
+            yield url, token, root, runtime
+    finally:
+        stop_host(runtime)
 
 
 def _type(page, index: int, source: str) -> None:
@@ -126,7 +134,7 @@ def _solution_indexes() -> dict[str, int]:
 def test_check_in_jupyterlab_gives_every_verdict_and_names_a_wrong_scale(lab):
     from playwright.sync_api import sync_playwright
 
-    url, token, root = lab
+    url, token, root, runtime = lab
     cells = _solution_indexes()
     code = {"softmax": SOFTMAX, "scaled_dot_product_attention": ATTENTION, **ANSWERS}
     with sync_playwright() as p:
@@ -148,6 +156,9 @@ def test_check_in_jupyterlab_gives_every_verdict_and_names_a_wrong_scale(lab):
         assert f"exercises/{A}/{A}.ipynb" in text and "18 cell(s) as run" in text, text
         saved = (root / "exercises" / A / f"{A}.ipynb").read_text()
         assert "raise NotImplementedError" in saved and "math.exp(x - m)" not in saved
+        # %check runs `check --warm`: the first starts a host, which serves the next.
+        assert NOTE in text, text
+        assert _wait(_socket(runtime).exists), "no check host started"
 
         # The attention cell changed and run again, then the check cell on its own (Run
         # All would stop at the visible test that now fails).
@@ -159,4 +170,5 @@ def test_check_in_jupyterlab_gives_every_verdict_and_names_a_wrong_scale(lab):
         wrong = _run_and_read(page, "notebook:run-cell", before=text)
         assert "1/sqrt(d_v) instead of 1/sqrt(d_k)" in wrong, wrong
         assert " FAIL " in wrong, wrong
+        assert NOTE not in wrong, wrong  # served by the host
         browser.close()
