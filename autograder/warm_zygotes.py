@@ -70,6 +70,11 @@ def prewarm(assignments) -> None:
         zygote_for("", ahead_of_use(tuple(sorted({m for a in assignments
                                                   for m in preload_for(a)}))), wait=False)
         if set(assignments) & set(PROBED):
-            zygote_for("", ahead_of_use(("torch",)), wait=False, use="probes")
+            start_probes(wait=False)
     except Exception:  # noqa: BLE001 - see the docstring
         pass
+
+
+def start_probes(wait: bool = True) -> Zygote:
+    """The probes' warm sandbox (torch imported once), started now unless it runs."""
+    return zygote_for("", ahead_of_use(("torch",)), wait=wait, use="probes")

@@ -93,16 +93,33 @@ def test_a_process_started_by_a_thread_that_ended_still_waits(started):
 
 @pytest.fixture
 def warm_probes():
-    """This process's probes' warm sandbox, as a grading worker starts it (prewarm)."""
+    """This process's probes' warm sandbox, as a grading worker of ex05 starts it (prewarm
+    starts the kernels' one too, which these tests do not use)."""
     from autograder import warm_zygotes
 
     if sandbox_error() is not None:
         pytest.skip("no bubblewrap here: no warm sandbox")
-    warm_zygotes.prewarm([A])
-    zygote = warm_zygotes._ZYGOTES["probes"]
+    zygote = warm_zygotes.start_probes()
     zygote.wait_ready()
+    assert warm_zygotes.warm_probes() is zygote
     yield zygote
     warm_zygotes.close_warm()
+
+
+def test_a_worker_of_a_probed_exercise_starts_the_probes_sandbox_too(monkeypatch):
+    """prewarm starts the kernels' warm sandbox for every class, and the probes' one (torch
+    imported) only when an exercise of the class runs ex05's probe."""
+    from autograder import warm_zygotes
+
+    started = []
+    monkeypatch.setattr(warm_zygotes, "zygote_for",
+                        lambda assignment, preload=None, wait=True, use="kernels":
+                        started.append((use, "torch" in (preload or ()), wait)))
+    warm_zygotes.prewarm(["ex01_python_attention"])
+    assert started == [("kernels", False, False)]
+    started.clear()
+    warm_zygotes.prewarm(["ex01_python_attention", A])
+    assert started == [("kernels", True, False), ("probes", True, False)]
 
 
 # What the first learner's probe leaves behind: a file in /tmp, a process of its own (a
