@@ -179,7 +179,7 @@ def test_private_release_bundles_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def _build_wheel(out: Path) -> Path:
+def build_wheel(out: Path) -> Path:
     """The course wheel, built offline from a copy of this checkout's package (a build in
     the checkout would leave build/ there, whose stale files a later wheel would carry)."""
     src = out / "src"
@@ -218,7 +218,7 @@ def test_downloaded_exercise_installs_the_wheel_offline_and_checks(tmp_path, mon
     start = time.monotonic()
     wheel_dir = tmp_path / "wheel"
     wheel_dir.mkdir()
-    wheel = _build_wheel(wheel_dir)
+    wheel = build_wheel(wheel_dir)
     names = zipfile.ZipFile(wheel).namelist()
     assert wheel.stat().st_size < 1_000_000, wheel.stat().st_size
     for needed in ("autograder/in_notebook.py", "autograder/testing.py",

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO
+from test_exercise_anywhere import build_wheel
 
 CHAPTERS = sorted((REPO / "chapters").glob("*.md"))
 
@@ -52,12 +53,9 @@ def test_first_code_cell_is_a_hidden_setup_cell(chapter):
 
 @pytest.fixture(scope="module")
 def course_wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                           "--quiet", "-w", str(out), str(REPO)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (wheel,) = out.glob("attention_course-*.whl")
-    return wheel
+    """The course wheel, built from a copy of the checkout (a build in the checkout leaves
+    build/ there: stale files for a later wheel, and a changed folder on sys.path)."""
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def test_downloaded_chapter_runs_its_first_cells_offline_in_a_fresh_venv(tmp_path, course_wheel):
