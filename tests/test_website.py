@@ -207,7 +207,16 @@ PAGE_FACTS = """() => {
           downloads: Array.from(document.querySelectorAll('.dropdown-download-buttons a'))
             .map(a => a.getAttribute('href')),
           launches: Array.from(document.querySelectorAll('.dropdown-launch-buttons a'))
-            .map(a => a.innerText.trim())};
+            .map(a => a.innerText.trim()),
+          shown: (() => {  // the elements shown, by tag in document order: [count, hash]
+            let n = 0, h = 0;
+            for (const e of document.body.querySelectorAll('*')) {
+              if (!e.checkVisibility()) continue;
+              n += 1;
+              for (const ch of e.tagName + '|') h = (h * 31 + ch.charCodeAt(0)) | 0;
+            }
+            return [n, h];
+          })()};
 }"""
 
 
@@ -321,6 +330,16 @@ def axe_violations(page, script: Path, colours_only: bool = False) -> list[dict]
     ``colours_only``, only the rules that read colours."""
     page.add_script_tag(path=str(script))
     return page.evaluate(AXE_RUN, {"tags": AXE_TAGS, "colours_only": colours_only})["violations"]
+
+
+def test_the_dark_scheme_shows_the_elements_the_light_one_shows(views):
+    """The views fixture runs axe-core's rules that read the page's structure in the light
+    scheme only: that holds while the dark scheme shows the same elements (an image shown in
+    one scheme only, say, would be checked in neither)."""
+    differ = [(name, width) for (name, width, scheme), f in views.items() if scheme == "dark"
+              and f["shown"] != views[name, width, "light"]["shown"]]
+    assert all(f["shown"][0] > 50 for f in views.values())
+    assert not differ, f"the dark scheme shows other elements than the light one: {differ}"
 
 
 def test_axe_finds_no_wcag_violation_in_light_or_dark(views, axe_script):
