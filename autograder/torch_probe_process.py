@@ -59,10 +59,15 @@ class _Started:
         self._closed.wait()
 
     def close(self) -> None:
-        """Kill the process if it still runs; remove the course copy; let the owner end."""
+        """Kill the process if it still runs; remove the course copy; let the owner end.
+        Safe while :func:`run` waits on the process in another thread (``check`` exiting,
+        at exit, during a test whose time ran out): that thread reaps it."""
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.communicate()
+            try:
+                self.proc.communicate()
+            except ValueError:  # another thread's communicate() has closed stdin
+                self.proc.wait()
         wipe.remove(self.course)
         self._closed.set()
 

@@ -5,6 +5,8 @@ for another assignment is not taken, and none is left running."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -213,3 +215,26 @@ def test_a_probe_cannot_change_the_course_s_files(warm_probes):
             "cuda": False}]
     answer = torch_probe_process.run([WRITES], ask, timeout=60, assignment=A)
     assert answer["replies"][0]["data"] == [30.0], answer  # EROFS
+
+
+def test_closing_a_probe_another_thread_waits_on_kills_it_without_an_error(tmp_path):
+    """A probe process closed (at exit, by ``check``) while :func:`torch_probe_process.run`
+    still waits on it in another thread, stdin already written and closed: the process is
+    killed, close() raises nothing (its own communicate() would flush the closed stdin: a
+    traceback at the end of a loaded run's check), and the waiting thread returns."""
+    started = object.__new__(torch_probe_process._Started)  # a probe that never answers
+    started.proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nsys.stdin.read()\ntime.sleep(600)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    started.course, started._closed = tmp_path / "course", threading.Event()
+    started.course.mkdir()
+    waiting = threading.Thread(target=started.proc.communicate, args=(b"{}",))
+    waiting.start()
+    deadline = time.monotonic() + 120
+    while not started.proc.stdin.closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert started.proc.stdin.closed
+    started.close()
+    waiting.join(120)
+    assert not waiting.is_alive() and started.proc.returncode == -9
+    assert not started.course.exists()
