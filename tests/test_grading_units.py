@@ -468,6 +468,49 @@ def test_the_feedback_page_is_parsed_only_where_the_accessibility_pass_changes_i
 
 
 
+def test_the_feedback_highlights_each_source_once_as_nbconvert_would(monkeypatch):
+    """speedups keeps the feedback's highlighted code per source: a source highlighted
+    again (a locked cell of the next submission) is not lexed again, and every result
+    equals nbconvert's own. The key holds what the HTML depends on: a cell whose
+    ``magics_language`` differs, another language or other formatter options give other
+    HTML (a cache keyed by the source alone would return the Python page for them)."""
+    from html import escape
+
+    import nbconvert.filters.highlight as highlight
+    from pygments.formatters import HtmlFormatter
+
+    from autograder.grading import speedups
+
+    speedups.apply()
+    lexed = []
+    lex = highlight._pygments_highlight
+
+    def counted(source, formatter, language, metadata=None):
+        lexed.append(language)
+        return lex(source, formatter, language, metadata)
+
+    monkeypatch.setattr(highlight, "_pygments_highlight", counted)
+
+    def nbconvert_own(source, language, metadata=None, **options):
+        return lex(source, HtmlFormatter(cssclass=escape(f" highlight hl-{language}"),
+                                         **options), language, metadata)
+
+    source = "fn f(x: f64) -> f64 { x }  # the same text, read as Python or as Rust"
+    h = highlight.Highlight2HTML(pygments_lexer="ipython3")
+    first = h(source)
+    assert h(source) == first == nbconvert_own(source, "ipython3") and len(lexed) == 1
+    as_rust = h(source, metadata={"magics_language": "rust"})
+    assert as_rust == nbconvert_own(source, "ipython3", {"magics_language": "rust"})
+    assert as_rust != first and len(lexed) == 2
+    assert h(source, "python") == nbconvert_own(source, "python") != first
+    numbered = highlight.Highlight2HTML(pygments_lexer="ipython3",
+                                        extra_formatter_options={"linenos": "inline"})
+    assert numbered(source) == nbconvert_own(source, "ipython3", linenos="inline") != first
+    assert len(lexed) == 4
+    long = "x = 1\n" * (speedups.HIGHLIGHT_CACHED_CHARS // 6 + 1)
+    assert h(long) == h(long) and len(lexed) == 6  # too long to keep: lexed each time
+
+
 def test_a_conversion_validates_the_notebook_once_after_its_last_preprocessor(tmp_path,
                                                                              monkeypatch):
     """With the course's nbgrader settings, an exporter validates the notebook once per
