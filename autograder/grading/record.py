@@ -42,24 +42,42 @@ def add_note(row: Row, note: str) -> None:
     row.detail = f"{note}; {row.detail}" if row.detail else note
 
 
-def submissions(gb, batch: int = 200):
-    """Every submission in the gradebook ``gb``: ((student id, assignment), nbgrader's
-    ``SubmittedAssignment``) pairs, loaded with what :func:`score_from_gradebook` reads in five queries per
-    ``batch`` of submissions (nbgrader loads each score, maximum and cell lazily: some forty
-    queries per row otherwise). A batch is let go when the next is read: the grader's memory
-    holds ``batch`` submissions' objects, not the class's (50 MiB for a class of 2,000)."""
-    from nbgrader.api import Grade, SubmittedAssignment, SubmittedNotebook
+def _loaded(gb):
+    """nbgrader's query of submissions in ``gb``, with what :func:`score_from_gradebook`
+    reads loaded eagerly: six queries (nbgrader loads each score, maximum and cell lazily,
+    and each cell's kind in a query of its own: some forty queries per row otherwise)."""
+    from nbgrader.api import Grade, GradeCell, SubmittedAssignment, SubmittedNotebook, TaskCell
     from sqlalchemy.orm import joinedload, selectinload, undefer
 
-    query = gb.db.query(SubmittedAssignment).options(
+    return gb.db.query(SubmittedAssignment).options(
         undefer(SubmittedAssignment.score), undefer(SubmittedAssignment.max_score),
         undefer(SubmittedAssignment.late_submission_penalty),
         undefer(SubmittedAssignment.needs_manual_grade),
         joinedload(SubmittedAssignment.assignment), joinedload(SubmittedAssignment.student),
         selectinload(SubmittedAssignment.notebooks).selectinload(SubmittedNotebook.grades)
-        .options(undefer(Grade.max_score), selectinload(Grade.cell)))
-    for s in query.yield_per(batch):
+        .options(undefer(Grade.max_score), selectinload(Grade.cell)
+                 .selectin_polymorphic([GradeCell, TaskCell])))  # their cell_type with them
+
+
+def submissions(gb, batch: int = 200):
+    """Every submission in the gradebook ``gb``: ((student id, assignment), nbgrader's
+    ``SubmittedAssignment``) pairs, loaded in five queries per ``batch`` of submissions. A
+    batch is let go when the next is read: the grader's memory holds ``batch`` submissions'
+    objects, not the class's (50 MiB for a class of 2,000)."""
+    for s in _loaded(gb).yield_per(batch):
         yield (s.student.id, s.assignment.name), s
+
+
+def submission(gb, assignment: str, student_id: str):
+    """``student_id``'s submission of ``assignment`` in the gradebook ``gb``, loaded as
+    :func:`submissions` loads them (what a worker reads after each grade); None when the
+    gradebook has none."""
+    from nbgrader.api import Assignment, Student, SubmittedAssignment
+
+    return (_loaded(gb)
+            .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
+            .join(Student, Student.id == SubmittedAssignment.student_id)
+            .filter(Assignment.name == assignment, Student.id == student_id).one_or_none())
 
 
 def score_from_gradebook(row: Row, gb, loaded: dict | None = None) -> bool:
@@ -67,19 +85,14 @@ def score_from_gradebook(row: Row, gb, loaded: dict | None = None) -> bool:
     ``gb`` (an open ``nbgrader.api.Gradebook``) and its grading ``events``. Returns False,
     leaving the row as it is, when the row has no scores in the gradebook. ``loaded``: the
     gradebook's :func:`submissions`, for filling many rows."""
-    from nbgrader.api import MissingEntry
-
     if not row.scored:
         return False
     if loaded is not None:
         s = loaded.get(row.key)
-        if s is None:
-            return False
     else:
-        try:
-            s = gb.find_submission(row.assignment, row.student_id)
-        except MissingEntry:
-            return False
+        s = submission(gb, row.assignment, row.student_id)
+    if s is None:
+        return False
     tests = []
     for nb in s.notebooks:
         for g in nb.grades:
