@@ -425,6 +425,37 @@ def test_a_gradebook_reuses_its_engine_until_the_database_is_made_again(tmp_path
         assert [s.id for s in gb.students] == ["s1"]
 
 
+def test_closing_a_gradebook_keeps_the_connections_of_the_database_opened_last(tmp_path):
+    """A closed gradebook's engine keeps its pooled connection for the next open (nbgrader's
+    close disposes of it: a new connection and pool at every one of a notebook's eleven
+    opens), but only the engine of the database opened last: the first database's
+    connections are closed when a second one is opened, and a gradebook reopened on it
+    still reads what was written."""
+    from nbgrader.api import Gradebook
+
+    from autograder.grading import speedups
+
+    speedups.apply()
+    first, second = (f"sqlite:///{tmp_path / name}" for name in ("a.db", "b.db"))
+    for url in (first, second):
+        with Gradebook(url) as gb:  # nbgrader's own open: creates the tables
+            gb.add_student("s1")
+    with Gradebook(first) as gb:
+        a = gb.engine
+    assert a.pool.checkedin() == 1  # kept for the next open
+    with Gradebook(first) as gb:
+        assert gb.engine is a and gb.find_student("s1").id == "s1"
+    assert a.pool.checkedin() == 1
+    with Gradebook(second) as gb:
+        b = gb.engine
+    assert b.pool.checkedin() == 1 and a.pool.checkedin() == 0  # only the last one's kept
+    with Gradebook(first) as gb:
+        gb.add_student("s2")
+    with Gradebook(first) as gb:
+        assert sorted(s.id for s in gb.students) == ["s1", "s2"]
+    assert b.pool.checkedin() == 0 and a.pool.checkedin() == 1
+
+
 
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJ"
        "RU5ErkJggg==")
