@@ -504,7 +504,8 @@ def test_the_feedback_highlights_each_source_once_as_nbconvert_would(monkeypatch
     again (a locked cell of the next submission) is not lexed again, and every result
     equals nbconvert's own. The key holds what the HTML depends on: a cell whose
     ``magics_language`` differs, another language or other formatter options give other
-    HTML (a cache keyed by the source alone would return the Python page for them)."""
+    HTML (a cache keyed by the source alone would return the Python page for them). What is
+    kept is bounded in characters, so a class of unique learner cells cannot grow it."""
     from html import escape
 
     import nbconvert.filters.highlight as highlight
@@ -540,6 +541,11 @@ def test_the_feedback_highlights_each_source_once_as_nbconvert_would(monkeypatch
     assert len(lexed) == 4
     long = "x = 1\n" * (speedups.HIGHLIGHT_CACHED_CHARS // 6 + 1)
     assert h(long) == h(long) and len(lexed) == 6  # too long to keep: lexed each time
+    # What is kept is bounded in characters: past the bound the least recently used goes.
+    monkeypatch.setattr(speedups, "HIGHLIGHTS_KEPT_CHARS", len(first) + len(as_rust))
+    assert h("y = 2") and len(lexed) == 7  # kept; the oldest (first, as_rust) let go
+    assert h(source) == first and len(lexed) == 8
+    assert h("y = 2") and len(lexed) == 8  # still kept: it was used last but one
 
 
 def test_a_conversion_validates_the_notebook_once_after_its_last_preprocessor(tmp_path,

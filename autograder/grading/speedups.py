@@ -134,10 +134,11 @@ def _soup_only_where_it_changes_something() -> None:
     nbconvert_html.BeautifulSoup = soup_if_needed
 
 
-# Sources longer than this are highlighted every time (a learner's cell may be large); at
-# most HIGHLIGHTS_KEPT pages of highlighted code are kept, the least recently used let go.
+# Sources longer than this are highlighted every time (a learner's cell may be large); the
+# highlighted HTML kept holds at most HIGHLIGHTS_KEPT_CHARS characters, the least recently
+# used let go first: a worker's memory stays the same however many learners' cells it sees.
 HIGHLIGHT_CACHED_CHARS = 20_000
-HIGHLIGHTS_KEPT = 2048
+HIGHLIGHTS_KEPT_CHARS = 4_000_000
 
 
 def _highlight_each_source_once() -> None:
@@ -147,6 +148,7 @@ def _highlight_each_source_once() -> None:
 
     call = Highlight2HTML.__call__
     kept: OrderedDict[tuple, str] = OrderedDict()
+    size = [0]  # characters of HTML in kept
     lock = threading.Lock()
 
     def __call__(self, source, language=None, metadata=None):
@@ -165,9 +167,11 @@ def _highlight_each_source_once() -> None:
                 return html
         html = call(self, source, language, metadata)
         with lock:
-            kept[key] = html
-            if len(kept) > HIGHLIGHTS_KEPT:
-                kept.popitem(last=False)
+            if key not in kept:
+                kept[key] = html
+                size[0] += len(html)
+            while size[0] > HIGHLIGHTS_KEPT_CHARS and kept:
+                size[0] -= len(kept.popitem(last=False)[1])
         return html
 
     __call__.__doc__ = call.__doc__
