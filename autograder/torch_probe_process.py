@@ -8,9 +8,11 @@ and the next :func:`run` for the same assignment takes it. Imports no torch."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import math
 import os
+import signal
 import stat
 import subprocess
 import threading
@@ -35,7 +37,12 @@ class _Started:
     The process is started by a thread of its own that lives until :meth:`close`:
     bubblewrap's ``--die-with-parent`` (``PR_SET_PDEATHSIG``) kills the sandbox when the
     *thread* that started it ends, and a process started ahead by ``check``'s head-start
-    thread would otherwise die with it, before its request."""
+    thread would otherwise die with it, before its request.
+
+    The process leads a session of its own, so :meth:`close` kills the whole sandbox by its
+    process group: bubblewrap's inner process, killed with the outer one, would otherwise
+    outlive it when the kill comes before it armed ``--die-with-parent`` (bubblewrap issue
+    633), blocked for ever in its start-up and holding the probe's pipes open."""
 
     def __init__(self, assignment: str, timeout: float):
         self.assignment, self.course = assignment, scratch_dir("autograder-probe-course-")
@@ -52,7 +59,8 @@ class _Started:
         try:
             started.set_result(subprocess.Popen(line, stdin=subprocess.PIPE,
                                                 stdout=subprocess.PIPE,
-                                                stderr=subprocess.PIPE, cwd=Path("/")))
+                                                stderr=subprocess.PIPE, cwd=Path("/"),
+                                                start_new_session=True))
         except BaseException as exc:  # noqa: BLE001 - handed to the constructor
             started.set_exception(exc)
             return
@@ -62,6 +70,8 @@ class _Started:
         """Kill the process if it still runs; remove the course copy; let the owner end.
         Safe while :func:`run` waits on the process in another thread (``check`` exiting,
         at exit, during a test whose time ran out): that thread reaps it."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the sandbox's every process
         if self.proc.poll() is None:
             self.proc.kill()
             try:
