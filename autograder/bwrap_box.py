@@ -14,10 +14,20 @@ bubblewrap applies the mounts in the order given. A ``--tmpfs /tmp`` placed befo
 the binds of the system still lets a Python environment under ``/tmp`` (a clone there,
 as CI's may be) be seen read-only inside. A ``--remount-ro /`` placed after the binds
 makes the root and everything mounted under it read-only.
+
+Every sandbox is started in a session of its own (``start_new_session=True``) and stopped
+with :func:`kill`, which kills its whole process group: bubblewrap's inner process as
+well as the one started. Killed during its first milliseconds, before the inner process
+has armed ``--die-with-parent``, the outer one would leave the inner one blocked for
+ever, holding the pipes it was given (bubblewrap issue 633).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -100,3 +110,15 @@ def dev_bind_try(path: str) -> list[str]:
 def remount_ro(path: str = "/") -> list[str]:
     """``path`` and every mount under it read-only from here on."""
     return ["--remount-ro", path]
+
+
+def kill(proc: subprocess.Popen) -> None:
+    """SIGKILL to a sandbox started with ``start_new_session=True``: to every process of its
+    group (bubblewrap's inner process, whether or not it has armed ``--die-with-parent``),
+    then to the process itself if it still runs. Does not wait for it: the caller reaps
+    it (``wait`` or ``communicate``). Never raises for a process already gone."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()

@@ -16,7 +16,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from autograder import limits
+from autograder import bwrap_box, limits
 from autograder.rust_source import SIGNATURES, RustCompileError, RustSource
 from autograder.rust_compile import Build, build
 from autograder.rust_protocol import (MAX_LINE, MAX_NOISE, RustCallFailed, RustCrashed,
@@ -67,10 +67,10 @@ _LAUNCHER = _Launcher()
 
 
 def _kill(proc: subprocess.Popen | None) -> None:
-    if proc is None or proc.poll() is not None:
+    if proc is None:
         return
     try:
-        proc.kill()
+        bwrap_box.kill(proc)
         proc.wait(timeout=30)
     except (OSError, subprocess.SubprocessError):
         pass
@@ -146,7 +146,8 @@ class RustProgram:
 
         def launch():
             return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, cwd="/", env={})
+                                    stderr=subprocess.PIPE, cwd="/", env={},
+                                    start_new_session=True)  # bwrap_box.kill
 
         proc = _LAUNCHER.run(launch)
         self._finalizer.detach()

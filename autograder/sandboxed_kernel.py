@@ -221,7 +221,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             return
         if signum == signal.SIGKILL:
             try:
-                proc.kill()
+                proc.kill() if isinstance(proc, ForkedKernel) else bwrap_box.kill(proc)
             except OSError:
                 pass
             return

@@ -8,11 +8,9 @@ and the next :func:`run` for the same assignment takes it. Imports no torch."""
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
 import math
 import os
-import signal
 import stat
 import subprocess
 import threading
@@ -20,7 +18,7 @@ import time
 from concurrent.futures import Future
 from pathlib import Path
 
-from autograder import limits, warm_zygotes, wipe
+from autograder import bwrap_box, limits, warm_zygotes, wipe
 from autograder.warm_sandbox import Zygote
 from autograder.sandbox import COURSE_DIR, copy_course
 from autograder.scratch import scratch_dir
@@ -70,10 +68,9 @@ class _Started:
         """Kill the process if it still runs; remove the course copy; let the owner end.
         Safe while :func:`run` waits on the process in another thread (``check`` exiting,
         at exit, during a test whose time ran out): that thread reaps it."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the sandbox's every process
-        if self.proc.poll() is None:
-            self.proc.kill()
+        running = self.proc.poll() is None
+        bwrap_box.kill(self.proc)  # the sandbox's every process
+        if running:
             try:
                 self.proc.communicate()
             except ValueError:  # another thread's communicate() has closed stdin

@@ -127,7 +127,8 @@ class Zygote:
                                  WORK_DIR, sandbox.kernel_env(os.environ), shared=True)
         line = bwrap_box.command(bwrap(), box, [sys.executable, "-m", "autograder.kernel_zygote",
                                                 str(sock), *preload])
-        self.proc = subprocess.Popen(line, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(line, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     start_new_session=True)  # bwrap_box.kill
         self.conn = None
         self.pid: int | None = None  # its PID here, once it is ready
         self.error = ""
@@ -154,7 +155,7 @@ class Zygote:
                     if time.monotonic() > deadline:
                         raise
         except OSError as exc:
-            self.proc.kill()
+            bwrap_box.kill(self.proc)
             with self.changed:
                 self.error = f"the warm kernel sandbox did not start: {exc}"
                 self.dead = True
@@ -269,7 +270,6 @@ class Zygote:
         """Stop the sandbox (every process in it) and remove its folders."""
         with self.changed:
             self.dead = True
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        bwrap_box.kill(self.proc)
+        self.proc.wait()
         wipe.remove(self.root)

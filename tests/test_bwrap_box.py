@@ -1,11 +1,16 @@
 """Every sandbox's bubblewrap command line, tested as data (issue 24): built in one place,
 :mod:`autograder.bwrap_box`, with the isolation no caller can leave out, and each of the
 course's sandboxes (kernel, warm sandbox, probes, rustc, a Rust program) writable only
-where it must be. Nothing here starts bubblewrap."""
+where it must be; and how a sandbox is stopped (:func:`autograder.bwrap_box.kill`). Nothing
+here starts bubblewrap."""
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -161,3 +166,23 @@ def test_no_module_but_bwrap_box_spells_a_bubblewrap_option():
 
 def test_the_option_scan_finds_a_planted_one():
     assert options_spelled('x = 1\nline = ["bwrap", "--ro-bind", "/", "/"]') == [(2, "--ro-bind")]
+
+
+def test_kill_takes_the_whole_group_so_an_orphan_holding_the_pipes_dies_too():
+    """A sandbox killed in its first milliseconds, before bubblewrap's inner process has
+    armed ``--die-with-parent``, leaves that process blocked for ever holding the sandbox's
+    pipes (bubblewrap issue 633). :func:`bwrap_box.kill` kills the sandbox's whole process
+    group, so reading the pipes to their end returns. Stand-in: sh, whose child holds
+    them; with ``proc.kill()`` alone, ``communicate`` times out."""
+    proc = subprocess.Popen(["sh", "-c", "sleep 600 & echo started; exec sleep 600"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert proc.stdout.readline() == b"started\n"  # the child is there
+        bwrap_box.kill(proc)
+        assert proc.communicate(timeout=60) == (b"", b"")
+        assert proc.returncode == -signal.SIGKILL
+        bwrap_box.kill(proc)  # a sandbox already gone: no error
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)

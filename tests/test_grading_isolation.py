@@ -193,6 +193,39 @@ def test_a_sandbox_whose_python_cannot_start_says_so_at_once(monkeypatch):
     assert {p for r in roots for p in r.glob(mine)} == before  # its folders went with it
 
 
+def _group_alive(group: int) -> bool:
+    """Whether a process of process group ``group`` runs (zombies do not count)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if fields[2] == str(group) and fields[0] != "Z":
+            return True
+    return False
+
+
+def test_a_warm_sandbox_closed_as_it_starts_leaves_no_process_behind():
+    """The warm sandbox leads a process group of its own, and close() kills the group
+    whole: closed in bubblewrap's first milliseconds, before its inner process has armed
+    ``--die-with-parent`` (bubblewrap issue 633), nothing of it is left running."""
+    import shutil
+    import time
+
+    from autograder import warm_sandbox
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    zygote = warm_sandbox.Zygote(wait=False)
+    group = zygote.proc.pid
+    assert os.getpgid(group) == group  # bubblewrap's processes are the group's
+    zygote.close()
+    deadline = time.monotonic() + 30
+    while _group_alive(group) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _group_alive(group)
+
+
 def test_a_kernel_manager_cleaned_up_late_leaves_the_next_kernel_running(tmp_path):
     """CI failure (robustness class, student warns_on_stderr: kernel-died in a hidden test):
     a kernel's manager whose clean-up ran only at garbage collection (its ``__del__``) told
