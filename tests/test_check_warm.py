@@ -54,10 +54,15 @@ def stop_host(runtime: Path) -> None:
     """Stop the host started with ``runtime`` as XDG_RUNTIME_DIR, if any; remove the folder."""
     where = runtime / f"autograder-check-{os.getuid()}"
     pid = check_warm.host_pid(where) if where.is_dir() else None
-    if pid is not None and _alive(pid):
-        os.kill(pid, signal.SIGTERM)
-        _wait(lambda: not _alive(pid))
-    shutil.rmtree(runtime, ignore_errors=True)
+    try:
+        if pid is not None and _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            if not _wait(lambda: not _alive(pid)):
+                os.kill(pid, signal.SIGKILL)
+                raise AssertionError(f"the warm host {pid} was still there {WAIT:g} s after "
+                                     "SIGTERM (a hang at exit)")
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
