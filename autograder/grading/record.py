@@ -44,7 +44,7 @@ def add_note(row: Row, note: str) -> None:
 
 def _loaded(gb):
     """nbgrader's query of submissions in ``gb``, with what :func:`score_from_gradebook`
-    reads loaded eagerly: six queries (nbgrader loads each score, maximum and cell lazily,
+    reads loaded eagerly: five queries (nbgrader loads each score, maximum and cell lazily,
     and each cell's kind in a query of its own: some forty queries per row otherwise)."""
     from nbgrader.api import Grade, GradeCell, SubmittedAssignment, SubmittedNotebook, TaskCell
     from sqlalchemy.orm import joinedload, selectinload, undefer
