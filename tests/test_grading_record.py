@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 
 import nbformat
 import pytest
+from sqlalchemy.engine import Engine
 from submissions import filled_notebook, write_submission
 
 from autograder.grading import export, keys, manual, record, submission
@@ -337,6 +338,65 @@ def test_a_row_read_alone_equals_the_row_read_with_the_class_in_a_few_queries(wo
             assert record.submission(gb, X, "zoe") is None
         finally:
             event.remove(gb.engine, "before_cursor_execute", count)
+
+
+def _feedback_cells(n: int = 3):
+    """exA's first ``n`` graded cells as a notebook has them (nbgrader metadata only)."""
+    cells = []
+    for name, kind in (("test_a", "code"), ("test_b", "code"), ("derivation", "markdown"))[:n]:
+        cell = getattr(nbformat.v4, f"new_{kind}_cell")("")
+        cell.metadata["nbgrader"] = {"grade_id": name, "grade": True,
+                                     "solution": name == "derivation"}
+        cells.append(cell)
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+def test_the_feedback_reads_a_notebooks_grades_and_comments_at_once(workspace):
+    """feedback_grades: nbgrader's GetGrades (generate_feedback) writes into each cell the
+    score, points and comment that nbgrader's own lookups give (find_grade, find_comment),
+    with the notebook's grades and comments read in statements as many for three cells as
+    for one (nbgrader's own: 6 for one cell, 17 for three); a cell the gradebook lacks
+    still raises nbgrader's MissingEntry."""
+    from nbgrader.api import MissingEntry
+    from nbgrader.preprocessors import GetGrades
+    from sqlalchemy import event
+
+    from autograder.grading import gradebook, speedups
+
+    speedups.apply()  # feedback_grades with the rest, once per process
+    with open_gradebook(workspace) as gb:
+        for g in gb.find_submission(X, "bob").notebooks[0].grades:
+            g.manual_score = 2.5 if g.name == "derivation" else None
+        gb.find_comment("derivation", X, X, "bob").manual_comment = "see the variance"
+        gb.db.commit()
+    statements = []
+    count = lambda *args: statements.append(args[2])  # noqa: E731 - the statement
+    event.listen(Engine, "before_cursor_execute", count)
+    try:
+        for student in ("alice", "bob"):
+            resources = {"nbgrader": {"notebook": X, "assignment": X, "student": student,
+                                      "db_url": gradebook.db_url(workspace)}}
+            before = len(statements)
+            GetGrades().preprocess(_feedback_cells(1), resources)
+            one = len(statements) - before
+            nb, _ = GetGrades().preprocess(_feedback_cells(), resources)
+            assert len(statements) - before - one == one, statements[before:]
+            with open_gradebook(workspace) as gb:
+                expected = [{"score": g.score, "points": g.max_score} for g in
+                            (gb.find_grade(c.metadata.nbgrader["grade_id"], X, X, student)
+                             for c in nb.cells)]
+                expected[2]["comment"] = gb.find_comment("derivation", X, X, student).comment
+            got = [{k: c.metadata.nbgrader[k] for k in ("score", "points", "comment")
+                    if k in c.metadata.nbgrader} for c in nb.cells]
+            assert got == expected
+        assert got == [{"score": 3.0, "points": 3.0}, {"score": 1.0, "points": 2.0},
+                       {"score": 2.5, "points": 4.0, "comment": "see the variance"}]
+    finally:
+        event.remove(Engine, "before_cursor_execute", count)
+    missing = _feedback_cells()
+    missing.cells[0].metadata["nbgrader"]["grade_id"] = "test_gone"
+    with pytest.raises(MissingEntry):
+        GetGrades().preprocess(missing, resources)
 
 
 def test_export_command_refuses_a_missing_workspace_or_one_being_graded(tmp_path, capsys):

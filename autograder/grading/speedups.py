@@ -28,13 +28,17 @@ nbgrader. Each change keeps nbgrader's result and only skips a repetition:
   such a gradebook ends its session but keeps the engine's connections, which nbgrader's
   ``close`` throws away (``engine.dispose()``: a new connection and pool at every open,
   about 2.5 ms of each); only the engine of the database opened last keeps them (a process
-  that opens many databases, as the tests do, holds one database's connections).
+  that opens many databases, as the tests do, holds one database's connections);
+- the feedback's reading of grades and comments, one cell at a time:
+  :mod:`autograder.grading.feedback_grades` reads a notebook's at once.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+
+from autograder.grading import feedback_grades
 
 _applied = False
 _lock = threading.Lock()
@@ -52,6 +56,7 @@ def apply() -> None:
         _highlight_each_source_once()
         _alembic_head_in_process()
         _reuse_engines()
+        feedback_grades.apply()
         _applied = True
 
 
