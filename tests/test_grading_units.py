@@ -500,7 +500,7 @@ def test_the_feedback_page_is_parsed_only_where_the_accessibility_pass_changes_i
 
 
 def test_the_feedback_highlights_each_source_once_as_nbconvert_would(monkeypatch):
-    """speedups keeps the feedback's highlighted code per source: a source highlighted
+    """feedback_render keeps the feedback's highlighted code per source: a source highlighted
     again (a locked cell of the next submission) is not lexed again, and every result
     equals nbconvert's own. The key holds what the HTML depends on: a cell whose
     ``magics_language`` differs, another language or other formatter options give other
@@ -511,7 +511,7 @@ def test_the_feedback_highlights_each_source_once_as_nbconvert_would(monkeypatch
     import nbconvert.filters.highlight as highlight
     from pygments.formatters import HtmlFormatter
 
-    from autograder.grading import speedups
+    from autograder.grading import feedback_render, speedups
 
     speedups.apply()
     lexed = []
@@ -539,13 +539,49 @@ def test_the_feedback_highlights_each_source_once_as_nbconvert_would(monkeypatch
                                         extra_formatter_options={"linenos": "inline"})
     assert numbered(source) == nbconvert_own(source, "ipython3", linenos="inline") != first
     assert len(lexed) == 4
-    long = "x = 1\n" * (speedups.HIGHLIGHT_CACHED_CHARS // 6 + 1)
+    long = "x = 1\n" * (feedback_render.CACHED_CHARS // 6 + 1)
     assert h(long) == h(long) and len(lexed) == 6  # too long to keep: lexed each time
     # What is kept is bounded in characters: past the bound the least recently used goes.
-    monkeypatch.setattr(speedups, "HIGHLIGHTS_KEPT_CHARS", len(first) + len(as_rust))
+    monkeypatch.setattr(feedback_render, "KEPT_CHARS", len(first) + len(as_rust))
     assert h("y = 2") and len(lexed) == 7  # kept; the oldest (first, as_rust) let go
     assert h(source) == first and len(lexed) == 8
     assert h("y = 2") and len(lexed) == 8  # still kept: it was used last but one
+
+
+def test_the_feedback_renders_each_markdown_source_once_as_nbconvert_would(monkeypatch):
+    """feedback_render keeps the feedback's Markdown HTML per source: a locked cell's
+    instructions, rendered again for the next submission, are not parsed again, and every
+    result equals nbconvert's own. Other anchor options give other HTML; a cell with
+    attachments and an exporter that embeds images are rendered each time."""
+    import nbconvert.exporters.html as html_exporter
+
+    from autograder.grading import speedups
+
+    speedups.apply()
+    parsed = []
+    render = html_exporter.MarkdownWithMath.render
+    monkeypatch.setattr(html_exporter.MarkdownWithMath, "render",
+                        lambda self, s: parsed.append(s) or render(self, s))
+    def page(exporter, cell):  # (kept, nbconvert's own) HTML, as the template's filter
+        context = {"cell": cell, "resources": {"metadata": {"path": "."}}}
+        return (exporter.markdown2html(context, cell.source),
+                html_exporter.HTMLExporter.markdown2html.__wrapped__(exporter, context,
+                                                                    cell.source))
+
+    cell = nbformat.v4.new_markdown_cell("## Why $\\sqrt{d_k}$\n\nThe variance of $q \\cdot k$.")
+    exporter = html_exporter.HTMLExporter()
+    first, own = page(exporter, cell)
+    assert first == own and "sqrt" in first and len(parsed) == 2
+    again, _ = page(exporter, cell)
+    assert again == first and len(parsed) == 3  # nbconvert's own parsed; the kept did not
+    plain = html_exporter.HTMLExporter(anchor_link_text="#")
+    other, own = page(plain, cell)
+    assert other == own != first and len(parsed) == 5
+    attached = nbformat.v4.new_markdown_cell("![x](attachment:x.png)",
+                                            attachments={"x.png": {"image/png": "iVBO"}})
+    assert page(exporter, attached)[0] == page(exporter, attached)[0] and len(parsed) == 9
+    embedding = html_exporter.HTMLExporter(embed_images=True)
+    assert page(embedding, cell)[0] == first and len(parsed) == 11
 
 
 def test_a_conversion_validates_the_notebook_once_after_its_last_preprocessor(tmp_path,

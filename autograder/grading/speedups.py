@@ -12,11 +12,9 @@ nbgrader. Each change keeps nbgrader's result and only skips a repetition:
   JupyterLab template a tab stop: about 50 ms of a 125 ms page): skipped when the page has
   no ``<img`` and neither class the pass looks for, where it would change nothing (nbgrader's
   feedback template has neither class; an ex01 page has no image);
-- the syntax highlighting of the feedback's code cells (pygments: about a third of a
-  feedback page), kept per source: the locked cells (setup, tests) are the same in every
-  submission of an assignment, so each is highlighted once per worker; the highlighted HTML
-  depends only on the source, the language, a cell's ``magics_language`` and the
-  formatter's options, which are the key;
+- the feedback's rendering of each cell's source (pygments for code, mistune for Markdown):
+  :mod:`autograder.grading.feedback_render` keeps it per source, so a locked cell, the same
+  in every submission of an assignment, is rendered once per worker;
 - the alembic revision a new gradebook is stamped with, which nbgrader reads by running
   ``alembic heads`` in a subprocess (about 2.8 s on a 2-core machine): read in this process
   from nbgrader's own migration scripts, with alembic's API;
@@ -38,7 +36,7 @@ from __future__ import annotations
 import os
 import threading
 
-from autograder.grading import feedback_grades
+from autograder.grading import feedback_grades, feedback_render
 
 _applied = False
 _lock = threading.Lock()
@@ -53,7 +51,7 @@ def apply() -> None:
         _cache_schema_validators()
         _cache_template_bytecode()
         _soup_only_where_it_changes_something()
-        _highlight_each_source_once()
+        feedback_render.apply()
         _alembic_head_in_process()
         _reuse_engines()
         feedback_grades.apply()
@@ -137,50 +135,6 @@ def _soup_only_where_it_changes_something() -> None:
     import nbconvert.exporters.html as nbconvert_html
 
     nbconvert_html.BeautifulSoup = soup_if_needed
-
-
-# Sources longer than this are highlighted every time (a learner's cell may be large); the
-# highlighted HTML kept holds at most HIGHLIGHTS_KEPT_CHARS characters, the least recently
-# used let go first: a worker's memory stays the same however many learners' cells it sees.
-HIGHLIGHT_CACHED_CHARS = 20_000
-HIGHLIGHTS_KEPT_CHARS = 4_000_000
-
-
-def _highlight_each_source_once() -> None:
-    from collections import OrderedDict
-
-    from nbconvert.filters.highlight import Highlight2HTML
-
-    call = Highlight2HTML.__call__
-    kept: OrderedDict[tuple, str] = OrderedDict()
-    size = [0]  # characters of HTML in kept
-    lock = threading.Lock()
-
-    def __call__(self, source, language=None, metadata=None):
-        try:  # all the highlighted HTML depends on (nbconvert.filters.highlight)
-            key = (self.pygments_lexer, repr(sorted(self.extra_formatter_options.items())),
-                   source, language, metadata.get("magics_language") if metadata else None)
-            hash(key)
-        except Exception:  # noqa: BLE001 - an unhashable option or metadata: not kept
-            key = None
-        if key is None or not isinstance(source, str) or len(source) > HIGHLIGHT_CACHED_CHARS:
-            return call(self, source, language, metadata)
-        with lock:
-            html = kept.get(key)
-            if html is not None:
-                kept.move_to_end(key)
-                return html
-        html = call(self, source, language, metadata)
-        with lock:
-            if key not in kept:
-                kept[key] = html
-                size[0] += len(html)
-            while size[0] > HIGHLIGHTS_KEPT_CHARS and kept:
-                size[0] -= len(kept.popitem(last=False)[1])
-        return html
-
-    __call__.__doc__ = call.__doc__
-    Highlight2HTML.__call__ = __call__
 
 
 def alembic_head() -> str:
