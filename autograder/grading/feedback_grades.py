@@ -2,8 +2,8 @@
 
 nbgrader's ``GetGrades`` preprocessor (``generate_feedback``) asks the gradebook for each
 graded cell's grade and each solution cell's comment in a query of its own, and loads each
-grade's maximum in another: about 40 % of the CPU of an ex01 feedback page, 35 queries.
-:func:`apply` makes it read the notebook's grades and comments in a few queries, at its
+grade's maximum in another: about 40 % of the CPU of an ex01 feedback page, 33 queries.
+:func:`apply` makes it read the notebook's grades and comments in three queries, at its
 first cell, and answer every cell from them. What it writes into each cell (score, points,
 comment) comes from the same rows and columns of the gradebook, so the page is unchanged;
 a cell the rows do not have is asked of nbgrader's own lookup, which raises its own error.
@@ -23,14 +23,14 @@ def apply() -> None:
         grade = _read(self)[0].get(cell.metadata["nbgrader"]["grade_id"])
         if grade is None:
             return own_score(self, cell, resources)
-        cell.metadata.nbgrader["score"] = grade.score
-        cell.metadata.nbgrader["points"] = grade.max_score
+        cell.metadata.nbgrader["score"], cell.metadata.nbgrader["points"] = grade
 
     def _get_comment(self, cell, resources) -> None:
-        comment = _read(self)[1].get(cell.metadata["nbgrader"]["grade_id"])
-        if comment is None:
+        comments = _read(self)[1]
+        name = cell.metadata["nbgrader"]["grade_id"]
+        if name not in comments:
             return own_comment(self, cell, resources)
-        cell.metadata.nbgrader["comment"] = comment.comment
+        cell.metadata.nbgrader["comment"] = comments[name]
 
     GetGrades._get_score, GetGrades._get_comment = _get_score, _get_comment
 
@@ -48,13 +48,13 @@ def _read(pre) -> tuple[dict, dict]:
 
 
 def grades_and_comments(gb, notebook: str, assignment: str, student: str) -> tuple[dict, dict]:
-    """({cell name: ``Grade``}, {cell name: ``Comment``}) of ``student``'s ``notebook`` of
-    ``assignment`` in the gradebook ``gb``, each with its score, maximum or comment loaded.
-    A name that is a grade cell's and a task cell's is the grade cell's, as in nbgrader's
+    """({cell name: (score, maximum)}, {cell name: comment}) of ``student``'s ``notebook``
+    of ``assignment`` in the gradebook ``gb``: the columns nbgrader's ``Grade.score``,
+    ``Grade.max_score`` and ``Comment.comment`` (the same SQL), in three queries. A name
+    that is a grade cell's and a task cell's is the grade cell's, as in nbgrader's
     ``find_grade`` (a solution cell's, for ``find_comment``). Empty when there is none."""
-    from nbgrader.api import (Assignment, Comment, Grade, GradeCell, Notebook, SolutionCell,
-                              Student, SubmittedAssignment, SubmittedNotebook, TaskCell)
-    from sqlalchemy.orm import selectinload, undefer
+    from nbgrader.api import (Assignment, BaseCell, Comment, Grade, Notebook, Student,
+                              SubmittedAssignment, SubmittedNotebook)
 
     ids = [row[0] for row in gb.db.query(SubmittedNotebook.id)
            .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
@@ -63,17 +63,20 @@ def grades_and_comments(gb, notebook: str, assignment: str, student: str) -> tup
            .join(Student, Student.id == SubmittedAssignment.student_id)
            .filter(Notebook.name == notebook, Assignment.name == assignment,
                    Student.id == student)]
-    grades = gb.db.query(Grade).filter(Grade.notebook_id.in_(ids)).options(
-        undefer(Grade.score), undefer(Grade.max_score),
-        selectinload(Grade.cell).selectin_polymorphic([GradeCell, TaskCell])).all()
-    comments = gb.db.query(Comment).filter(Comment.notebook_id.in_(ids)).options(
-        undefer(Comment.comment),
-        selectinload(Comment.cell).selectin_polymorphic([SolutionCell, TaskCell])).all()
-    return (_by_name(grades, GradeCell, TaskCell), _by_name(comments, SolutionCell, TaskCell))
+    grades = gb.db.query(BaseCell.type, BaseCell.name, Grade.score, Grade.max_score) \
+        .join(BaseCell, BaseCell.id == Grade.cell_id).filter(Grade.notebook_id.in_(ids)).all()
+    comments = gb.db.query(BaseCell.type, BaseCell.name, Comment.comment) \
+        .join(BaseCell, BaseCell.id == Comment.cell_id).filter(Comment.notebook_id.in_(ids)).all()
+    return (_by_name(grades, "GradeCell", "TaskCell"),
+            _by_name(comments, "SolutionCell", "TaskCell"))
 
 
-def _by_name(rows, first, then) -> dict:
-    """``rows`` by their cell's name: those whose cell is a ``first`` over a ``then``."""
-    found = {r.cell.name: r for r in rows if type(r.cell) is then}
-    found.update({r.cell.name: r for r in rows if type(r.cell) is first})
+def _by_name(rows, first: str, then: str) -> dict:
+    """``rows`` (cell type, cell name, *values) as {name: values}, a ``first`` cell's
+    values over a ``then`` cell's of the same name; a single value alone."""
+    found: dict = {}
+    for kind in (then, first):
+        for cell_type, name, *values in rows:
+            if cell_type == kind:
+                found[name] = values[0] if len(values) == 1 else tuple(values)
     return found
