@@ -352,7 +352,7 @@ def _feedback_cells(n: int = 3):
 
 
 def test_the_feedback_reads_a_notebooks_grades_and_comments_at_once(workspace):
-    """feedback_grades: nbgrader's GetGrades (generate_feedback) writes into each cell the
+    """notebook_grades: nbgrader's GetGrades (generate_feedback) writes into each cell the
     score, points and comment that nbgrader's own lookups give (find_grade, find_comment),
     with the notebook's grades and comments read in statements as many for three cells as
     for one (nbgrader's own: 6 for one cell, 17 for three); a cell the gradebook lacks
@@ -363,7 +363,7 @@ def test_the_feedback_reads_a_notebooks_grades_and_comments_at_once(workspace):
 
     from autograder.grading import gradebook, speedups
 
-    speedups.apply()  # feedback_grades with the rest, once per process
+    speedups.apply()  # notebook_grades with the rest, once per process
     with open_gradebook(workspace) as gb:
         for g in gb.find_submission(X, "bob").notebooks[0].grades:
             g.manual_score = 2.5 if g.name == "derivation" else None
@@ -397,6 +397,87 @@ def test_the_feedback_reads_a_notebooks_grades_and_comments_at_once(workspace):
     missing.cells[0].metadata["nbgrader"]["grade_id"] = "test_gone"
     with pytest.raises(MissingEntry):
         GetGrades().preprocess(missing, resources)
+
+
+def _autograded_cells(errors: tuple[str, ...] = ("test_b",), extra: str = "",
+                      answered: bool = False):
+    """exA's graded cells as autograde leaves them: the tests in ``errors`` with an error
+    output, the written answer untouched (its checksum) or ``answered``; ``extra``: one more
+    test cell."""
+    from nbgrader.utils import compute_checksum
+
+    cells = []
+    for name, points in (("test_a", 3), ("test_b", 2), (extra, 1), ("derivation", 4)):
+        if not name:
+            continue
+        kind = "markdown" if name == "derivation" else "code"
+        cell = getattr(nbformat.v4, f"new_{kind}_cell")("")
+        cell.metadata["nbgrader"] = {"grade_id": name, "grade": True, "points": points,
+                                     "solution": kind == "markdown"}
+        if name in errors:
+            cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError",
+                                                   evalue="", traceback=[])]
+        cell.metadata["nbgrader"]["checksum"] = compute_checksum(cell)
+        if answered and kind == "markdown":
+            cell.source = "Var(q.k) = d_k."
+        cells.append(cell)
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+def _saved(workspace, student: str) -> list:
+    with open_gradebook(workspace) as gb:
+        return [(g.name, g.auto_score, g.needs_manual_grade) for g in
+                sorted(gb.find_submission_notebook(X, X, student).grades, key=lambda g: g.name)] \
+            + [gb.find_comment("derivation", X, X, student).auto_comment]
+
+
+def test_autograde_saves_a_notebooks_scores_in_one_transaction(workspace):
+    """notebook_grades: nbgrader's SaveAutoGrades (autograde) writes the scores and comment
+    nbgrader's rules give (a failed test 0, a written answer left for a grader, 0 and "No
+    response." for an untouched one, a grader's manual score kept for review) in one
+    transaction per notebook (nbgrader's own: one per cell, four here, each written to
+    disk), its grades and comment found in three queries; a cell the gradebook lacks raises
+    nbgrader's MissingEntry and saves nothing of the notebook."""
+    from nbgrader.api import MissingEntry
+    from nbgrader.preprocessors import SaveAutoGrades
+    from sqlalchemy import event
+
+    from autograder.grading import gradebook, speedups
+
+    speedups.apply()  # notebook_grades with the rest, once per process
+    with open_gradebook(workspace) as gb:
+        for g in gb.find_submission(X, "bob").notebooks[0].grades:
+            g.manual_score = 1.0 if g.name == "test_a" else None
+        gb.db.commit()
+    resources = {"nbgrader": {"notebook": X, "assignment": X, "student": "alice",
+                              "db_url": gradebook.db_url(workspace)}}
+    commits, statements = [], []
+    committed = lambda *args: commits.append(1)  # noqa: E731 - a transaction's end
+    count = lambda *args: statements.append(args[2])  # noqa: E731 - the statement
+    event.listen(Engine, "commit", committed)
+    event.listen(Engine, "before_cursor_execute", count)
+    try:
+        SaveAutoGrades().preprocess(_autograded_cells(("test_a",)), resources)
+        selects = [q for q in statements if q.startswith("SELECT")]
+        # nbgrader's opening of a gradebook commits (writing nothing), then ours, once
+        assert len(commits) == 2 and len(selects) == 4, statements  # the course, then ours
+        for student in ("alice", "bob"):
+            resources["nbgrader"]["student"] = student
+            SaveAutoGrades().preprocess(_autograded_cells(answered=student == "bob"),
+                                        resources)
+        assert len(commits) == 6
+    finally:
+        event.remove(Engine, "before_cursor_execute", count)
+        event.remove(Engine, "commit", committed)
+    assert _saved(workspace, "alice") == [("derivation", 0.0, False), ("test_a", 3.0, False),
+                                          ("test_b", 0.0, False), "No response."]
+    assert _saved(workspace, "bob") == [("derivation", None, True),  # for a grader
+                                        ("test_a", 3.0, True),  # its manual score kept
+                                        ("test_b", 0.0, False), None]
+    with pytest.raises(MissingEntry):
+        SaveAutoGrades().preprocess(_autograded_cells(("test_a", "test_b"), "test_gone"),
+                                    resources)
+    assert _saved(workspace, "bob")[1:3] == [("test_a", 3.0, True), ("test_b", 0.0, False)]
 
 
 def test_export_command_refuses_a_missing_workspace_or_one_being_graded(tmp_path, capsys):

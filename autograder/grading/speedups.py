@@ -27,8 +27,8 @@ nbgrader. Each change keeps nbgrader's result and only skips a repetition:
   ``close`` throws away (``engine.dispose()``: a new connection and pool at every open,
   about 2.5 ms of each); only the engine of the database opened last keeps them (a process
   that opens many databases, as the tests do, holds one database's connections);
-- the feedback's reading of grades and comments, one cell at a time:
-  :mod:`autograder.grading.feedback_grades` reads a notebook's at once.
+- the gradebook lookups (and, in autograde, the commits) of nbgrader's preprocessors, one
+  per cell: :mod:`autograder.grading.notebook_grades` does them once per notebook.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import threading
 
-from autograder.grading import feedback_grades, feedback_render
+from autograder.grading import feedback_render, notebook_grades
 
 _applied = False
 _lock = threading.Lock()
@@ -54,7 +54,7 @@ def apply() -> None:
         feedback_render.apply()
         _alembic_head_in_process()
         _reuse_engines()
-        feedback_grades.apply()
+        notebook_grades.apply()
         _applied = True
 
 

@@ -1,0 +1,158 @@
+"""nbgrader's per-cell gradebook work, done once per notebook (issue 25).
+
+Two of nbgrader's preprocessors look each graded cell's grade and each solution cell's
+comment up in a query of its own:
+
+- ``GetGrades`` (the feedback) also loads each grade's maximum in another query: 33
+  statements and about 40 % of the CPU of an ex01 feedback page. :func:`apply` makes it
+  read the notebook's scores, maximums and comments in three queries, at its first cell, and
+  answer every cell from them (:func:`grades_and_comments`: the same SQL expressions as
+  nbgrader's column properties, so the page is unchanged).
+- ``SaveAutoGrades`` (autograde) also commits after each cell: an ex01 notebook's scores
+  took 17 transactions, each written to disk. :func:`apply` makes it find the notebook's
+  grades and comments in three queries and commit once, after its last cell; nbgrader's own
+  code still decides every value it writes. A notebook's autograded scores are saved
+  whole or not at all.
+
+A cell the gradebook's rows do not have is asked of nbgrader's own lookup, which raises its
+own error.
+"""
+
+from __future__ import annotations
+
+
+def apply() -> None:
+    """Patch nbgrader's ``GetGrades`` and ``SaveAutoGrades`` (once per process:
+    :func:`autograder.grading.speedups.apply` calls it)."""
+    from nbgrader.preprocessors import GetGrades, SaveAutoGrades
+
+    own_score, own_comment = GetGrades._get_score, GetGrades._get_comment
+
+    def _get_score(self, cell, resources) -> None:
+        grade = _read(self)[0].get(cell.metadata["nbgrader"]["grade_id"])
+        if grade is None:
+            return own_score(self, cell, resources)
+        cell.metadata.nbgrader["score"], cell.metadata.nbgrader["points"] = grade
+
+    def _get_comment(self, cell, resources) -> None:
+        comments = _read(self)[1]
+        name = cell.metadata["nbgrader"]["grade_id"]
+        if name not in comments:
+            return own_comment(self, cell, resources)
+        cell.metadata.nbgrader["comment"] = comments[name]
+
+    GetGrades._get_score, GetGrades._get_comment = _get_score, _get_comment
+    SaveAutoGrades.preprocess = _save_once
+
+
+def _read(pre) -> tuple[dict, dict]:
+    """The grades and the comments of the notebook ``pre`` (a ``GetGrades``) is converting,
+    by cell name, read once per gradebook it opens (one per notebook)."""
+    kept = getattr(pre, "_autograder_read", None)
+    if kept is not None and kept[0] is pre.gradebook:  # held: no other object has its id
+        return kept[1]
+    read = grades_and_comments(pre.gradebook, pre.notebook_id, pre.assignment_id,
+                               pre.student_id)
+    pre._autograder_read = (pre.gradebook, read)
+    return read
+
+
+def _save_once(self, nb, resources):
+    """``SaveAutoGrades.preprocess``, as nbgrader's, with the gradebook its cells see
+    a :class:`_OneCommit` and one commit after the last cell."""
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import NbGraderPreprocessor
+
+    self.notebook_id = resources["nbgrader"]["notebook"]
+    self.assignment_id = resources["nbgrader"]["assignment"]
+    self.student_id = resources["nbgrader"]["student"]
+    self.db_url = resources["nbgrader"]["db_url"]
+    gradebook = Gradebook(self.db_url)
+    with gradebook:
+        self.gradebook = _OneCommit(gradebook, self.notebook_id, self.assignment_id,
+                                    self.student_id)
+        try:
+            nb, resources = NbGraderPreprocessor.preprocess(self, nb, resources)
+        finally:
+            self.gradebook = gradebook
+        gradebook.db.commit()
+    return nb, resources
+
+
+class _OneCommit:
+    """A gradebook as ``SaveAutoGrades`` uses it while it saves one notebook's cells: its
+    grades and comments found among those read at once (as objects, to be changed), and
+    ``db.commit()`` left for after the last cell (``db`` is this object)."""
+
+    def __init__(self, gb, notebook: str, assignment: str, student: str):
+        self.gb = gb
+        self.db = self
+        self.grades, self.comments = _objects(gb, notebook, assignment, student)
+
+    def find_grade(self, name, notebook, assignment, student):
+        found = self.grades.get(name)
+        return found if found is not None else \
+            self.gb.find_grade(name, notebook, assignment, student)
+
+    def find_comment(self, name, notebook, assignment, student):
+        found = self.comments.get(name)
+        return found if found is not None else \
+            self.gb.find_comment(name, notebook, assignment, student)
+
+    def commit(self) -> None:
+        """Nothing yet: the notebook's changes are committed after its last cell."""
+
+
+def _notebook_ids(gb, notebook: str, assignment: str, student: str) -> list:
+    """The ids of ``student``'s submitted ``notebook`` of ``assignment`` (one, or none)."""
+    from nbgrader.api import Assignment, Notebook, Student, SubmittedAssignment, SubmittedNotebook
+
+    return [row[0] for row in gb.db.query(SubmittedNotebook.id)
+            .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
+            .join(SubmittedAssignment, SubmittedAssignment.id == SubmittedNotebook.assignment_id)
+            .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
+            .join(Student, Student.id == SubmittedAssignment.student_id)
+            .filter(Notebook.name == notebook, Assignment.name == assignment,
+                    Student.id == student)]
+
+
+def _objects(gb, notebook: str, assignment: str, student: str) -> tuple[dict, dict]:
+    """({cell name: ``Grade``}, {cell name: ``Comment``}) of the notebook, as nbgrader's
+    ``find_grade`` and ``find_comment`` would find them (see :func:`_by_name`)."""
+    from nbgrader.api import BaseCell, Comment, Grade
+
+    ids = _notebook_ids(gb, notebook, assignment, student)
+    grades = gb.db.query(BaseCell.type, BaseCell.name, Grade) \
+        .join(BaseCell, BaseCell.id == Grade.cell_id).filter(Grade.notebook_id.in_(ids)).all()
+    comments = gb.db.query(BaseCell.type, BaseCell.name, Comment) \
+        .join(BaseCell, BaseCell.id == Comment.cell_id).filter(Comment.notebook_id.in_(ids)).all()
+    return (_by_name(grades, "GradeCell", "TaskCell"),
+            _by_name(comments, "SolutionCell", "TaskCell"))
+
+
+def grades_and_comments(gb, notebook: str, assignment: str, student: str) -> tuple[dict, dict]:
+    """({cell name: (score, maximum)}, {cell name: comment}) of ``student``'s ``notebook``
+    of ``assignment`` in the gradebook ``gb``: the columns nbgrader's ``Grade.score``,
+    ``Grade.max_score`` and ``Comment.comment`` (the same SQL), in three queries. A name
+    that is a grade cell's and a task cell's is the grade cell's, as in nbgrader's
+    ``find_grade`` (a solution cell's, for ``find_comment``). Empty when there is none."""
+    from nbgrader.api import BaseCell, Comment, Grade
+
+    ids = _notebook_ids(gb, notebook, assignment, student)
+    grades = gb.db.query(BaseCell.type, BaseCell.name, Grade.score, Grade.max_score) \
+        .join(BaseCell, BaseCell.id == Grade.cell_id).filter(Grade.notebook_id.in_(ids)).all()
+    comments = gb.db.query(BaseCell.type, BaseCell.name, Comment.comment) \
+        .join(BaseCell, BaseCell.id == Comment.cell_id).filter(Comment.notebook_id.in_(ids)).all()
+    return (_by_name(grades, "GradeCell", "TaskCell"),
+            _by_name(comments, "SolutionCell", "TaskCell"))
+
+
+def _by_name(rows, first: str, then: str) -> dict:
+    """``rows`` (cell type, cell name, *values) as {name: values}, a ``first`` cell's
+    values over a ``then`` cell's of the same name; a single value alone."""
+    found: dict = {}
+    for kind in (then, first):
+        for cell_type, name, *values in rows:
+            if cell_type == kind:
+                found[name] = values[0] if len(values) == 1 else tuple(values)
+    return found
