@@ -66,6 +66,6 @@ One job per module, with its size in lines (the grading contract page of the boo
   accessibility pass).
 - :mod:`~autograder.grading.feedback_render` (94 lines): the feedback's HTML of each cell
   source (highlighted code, Markdown), rendered once per worker and kept, bounded.
-- :mod:`~autograder.grading.notebook_grades` (159 lines): nbgrader's feedback and autograde
+- :mod:`~autograder.grading.notebook_grades` (158 lines): nbgrader's feedback and autograde
   read a notebook's grades and comments at once, and autograde commits them once.
 """
