@@ -122,7 +122,7 @@ The grader's machinery (never in the learner's kernel):
 - :mod:`~autograder.kernel_messages` (110 lines): the grader's reading of a kernel's
   Jupyter messages: one it cannot read is a broken protocol, not the grader's failure;
   outputs no notebook may hold are repaired; the largest message it takes.
-- :mod:`~autograder.bwrap_box` (124 lines): the one place a bubblewrap command line
+- :mod:`~autograder.bwrap_box` (127 lines): the one place a bubblewrap command line
   is built: a sandbox described as data (mounts, working folder, environment) and the
   isolation every sandbox gets (pure; tested as data); how a sandbox is killed (its
   whole process group).

@@ -116,9 +116,12 @@ def kill(proc: subprocess.Popen) -> None:
     """SIGKILL to a sandbox started with ``start_new_session=True``: to every process of its
     group (bubblewrap's inner process, whether or not it has armed ``--die-with-parent``),
     then to the process itself if it still runs. Does not wait for it: the caller reaps
-    it (``wait`` or ``communicate``). Never raises for a process already gone."""
+    it (``wait`` or ``communicate``). Nothing is sent once it has been reaped (its process
+    id, and so its group's, may then be another's). Never raises for a process gone."""
+    if proc.returncode is not None:
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)  # not reaped: the id is still its own
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
