@@ -41,7 +41,7 @@ In the learner's kernel (:data:`autograder.sandbox.KERNEL_FILES` lists what it g
   (161 lines): its commands on a learner's torch module (facts, parameters, hooks).
 - :mod:`~autograder.kernel_launch` (32 lines): starts a grading kernel
   in the sandbox.
-- :mod:`~autograder.kernel_zygote` (300 lines): a warm source of
+- :mod:`~autograder.kernel_zygote` (298 lines): a warm source of
   grading kernels, forked one per notebook (and of ex05's probes).
 - :mod:`~autograder.rust` (131 lines): ``%%rust`` cells: safe Rust compiled with
   rustc and called from Python (the magic, ``compile_rust``, ``load``). Its parts:

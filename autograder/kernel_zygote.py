@@ -7,23 +7,21 @@ sandbox's PID 1, ``--as-pid-1``), before any learner code runs, this process:
    read its memory or reach its file descriptors through ``/proc``;
 2. connects to the grader's Unix socket ``SOCKET`` (the grader accepts this one connection,
    then closes and unlinks the socket: no kernel can connect to it);
-3. imports what every kernel imports (ipykernel, IPython, NumPy) and the ``MODULE`` s named
+3. imports what every kernel imports (:data:`KERNEL_IMPORTS`) and the ``MODULE`` s named
    (``torch`` for the exercises that use it), without creating a ZMQ context or a thread;
 4. answers the grader's requests, one JSON line each, on that connection:
 
-   - ``{"fork": {"argv": [...], "env": {...}, "cwd": DIR}}``: fork a kernel; the child
-     closes the connection, takes ``env`` as its whole environment, changes to ``cwd`` and
-     runs :mod:`autograder.kernel_launch` (ipykernel) as ``__main__``, just as
-     ``python -m autograder.kernel_launch ARGV`` would, only without Python's start-up and
-     the imports. Answer: ``{"pid": PID}`` (its PID in the sandbox). With ``"probe":
-     {"source", "request", "answer", "cpu"}``, the child runs ex05's probe script instead
-     (:func:`_probe`; the probes' warm sandbox, which holds no kernel);
-   - ``{"clean": true}``: kill every other process of the sandbox (the kernel's leftovers),
-     wait for them, remove everything in ``/tmp`` and ``/dev/shm`` (:func:`autograder.wipe.
-     empty`: trees of any depth; kept folders get their permissions back) and the System V
-     IPC objects. Answer: ``{"clean": N, "wiped": BOOL}`` (processes killed; whether both
-     folders are empty, the grader's mount points where and as they were: if not, the
-     grader ends this sandbox).
+   - ``{"fork": {"argv": [...], "env": {...}, "cwd": DIR}}``: fork a kernel, which closes
+     the connection, takes ``env`` as its whole environment, changes to ``cwd`` and runs
+     :mod:`autograder.kernel_launch` as ``python -m autograder.kernel_launch ARGV`` would,
+     without Python's start-up and the imports. Answer: ``{"pid": PID}`` (in the sandbox).
+     With ``"probe": {"source", "request", "answer", "cpu"}``, the child runs ex05's probe
+     script instead (:func:`_probe`; the probes' warm sandbox, which holds no kernel);
+   - ``{"clean": true}``: kill every other process of the sandbox, wait for them, empty
+     ``/tmp`` and ``/dev/shm`` (:func:`autograder.wipe.empty`) and the System V IPC objects.
+     Answer: ``{"clean": N, "wiped": BOOL}`` (processes killed; whether both folders are
+     empty and the grader's mount points where and as they were: if not, the grader ends
+     this sandbox).
 
    When a kernel exits, ``{"exit": PID, "status": CODE}`` is sent (a signal is ``-SIGNUM``).
 
@@ -33,24 +31,43 @@ kernel, after the previous kernel and its processes are gone (see ``Zygote`` the
 
 from __future__ import annotations
 
+import atexit
 import builtins
+import ctypes
+import importlib
 import io
 import json
 import os
+import random
 import resource
+import runpy
+import select
 import signal
 import socket
 import sys
+import threading
 import time
+import traceback
 
 from autograder import wipe
 
 PR_SET_DUMPABLE = 4
 
+# Imported here once, not in each kernel: ipykernel and all it imports up to a first cell,
+# NumPy, and the course's kernel files of the set-up cell (``%check``) and of every test cell
+# (the client serving the checker), which a kernel would compile from source (its course copy
+# is fresh, without bytecode). tests/test_grading_isolation.py: a kernel imports nothing more.
+KERNEL_IMPORTS = (
+    "numpy", "numpy.random", "ipykernel.kernelapp", "ipykernel.ipkernel",
+    "ipykernel.zmqshell", "ipykernel.debugger", "IPython.core.interactiveshell",
+    "IPython.core.completer", "IPython.core.completerlib", "IPython.core.debugger",
+    "IPython.core.logger", "IPython.core.magics.extension", "IPython.core.oinspect",
+    "IPython.extensions.storemagic", "IPython.utils.wildcard", "faulthandler", "pdb",
+    "psutil", "runpy", "sqlite3", "tornado.platform.asyncio", "autograder.in_notebook",
+    "autograder.kernel_client")
+
 
 def _prctl_dumpable(value: int) -> None:
-    import ctypes
-
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_DUMPABLE, value, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
@@ -58,16 +75,9 @@ def _prctl_dumpable(value: int) -> None:
 
 def _preload(modules: list[str]) -> None:
     """Import what a kernel imports; no ZMQ context, no thread (fork copies neither)."""
-    import importlib
-
-    # ipykernel.debugger (debugpy): 0.13 s of each kernel's start otherwise (bench --profile)
-    for name in ("numpy", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
-                 "ipykernel.debugger", "IPython.core.interactiveshell", "IPython.core.completer",
-                 *modules):
+    for name in (*KERNEL_IMPORTS, *modules):
         importlib.import_module(name)
     _warm_tracebacks()
-    import threading
-
     import zmq
 
     if zmq.Context._instance is not None:  # a forked context would be shared: never
@@ -80,8 +90,6 @@ def _warm_tracebacks() -> None:
     """Format one traceback as a kernel's shell does (IPython's Context mode, colours): its
     imports, highlighting rules and ``inspect.getmodule``'s file map are made once here, not
     in every kernel whose tests fail (IPython formats a failing test's traceback twice)."""
-    import json
-
     from IPython.core.ultratb import AutoFormattedTB
 
     try:
@@ -158,10 +166,6 @@ def _child(conn: socket.socket, wake: tuple[int, int], request: dict) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
-        import importlib
-        import random
-        import runpy
-
         random.seed()  # each kernel its own random state, as a fresh interpreter has
         if "numpy" in sys.modules:
             sys.modules["numpy"].random.seed()
@@ -176,13 +180,9 @@ def _child(conn: socket.socket, wake: tuple[int, int], request: dict) -> None:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - the kernel's error goes to the grader's log
-        import traceback
-
         traceback.print_exc()
         code = 1
     try:
-        import atexit
-
         atexit._run_exitfuncs()  # what the interpreter does at exit (os._exit does not)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -259,8 +259,6 @@ class _Server:
 
     def serve(self) -> int:
         """Answer requests until the grader closes the connection; returns 0 then."""
-        import select
-
         while True:
             try:
                 ready, _, _ = select.select([self.conn, self.wake[0]], [], [])

@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -73,6 +75,7 @@ for folder in (run, os.path.dirname(run), '.', '/tmp', '/dev/shm'):
 
 INSPECT = """\
 import json, os, sys
+print('modules at the first cell:', json.dumps(sorted(sys.modules)))
 import numpy
 found = []
 if 'POLLUTED_GLOBAL' in globals():
@@ -170,6 +173,23 @@ def test_the_second_learner_finds_nothing_and_gets_full_marks(graded):
     assert "leftovers: []" in _output(ws, "b-inspector", "leftovers:")
     row = rows["b-inspector"]
     assert (row["status"], float(row["score"])) == ("graded", FULL), json.dumps(row)
+
+
+def test_a_forked_kernel_finds_what_it_imports_imported_by_the_warm_sandbox(graded):
+    """What a kernel imports as it starts, and the course's client every test cell imports,
+    come imported with the fork (kernel_zygote.KERNEL_IMPORTS): the kernel's first cell
+    finds no module the warm sandbox lacks. A module missing from that list (compiled from
+    source by every kernel: its course copy keeps no bytecode) fails this test."""
+    ws, _ = graded
+    text = _output(ws, "b-inspector", "modules at the first cell:")
+    kernel = set(json.loads(text.split("modules at the first cell:", 1)[1].splitlines()[0]))
+    warm = subprocess.run([sys.executable, "-c", "import json, sys\n"
+                           "from autograder import kernel_zygote\n"
+                           "kernel_zygote._preload([])\n"
+                           "print(json.dumps(sorted(sys.modules)))"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert "autograder.kernel_client" in kernel
+    assert kernel - set(json.loads(warm.stdout)) == set()
 
 
 def test_a_sandbox_whose_python_cannot_start_says_so_at_once(monkeypatch):
