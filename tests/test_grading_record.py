@@ -491,3 +491,151 @@ def test_export_command_refuses_a_missing_workspace_or_one_being_graded(tmp_path
     with FileLock(tmp_path / "ws" / ".lock"):
         assert export.main(tmp_path / "ws", None, None) == 2
     assert "a grading run is using" in capsys.readouterr().err
+
+
+def _source(points: float = 3.0):
+    """A small nbgrader source notebook: a locked introduction, a solution, a locked test
+    of ``points`` points and a written answer of 4 points."""
+    cells = [nbformat.v4.new_markdown_cell("Derive it."), nbformat.v4.new_code_cell("x = 1"),
+             nbformat.v4.new_code_cell("assert x == 1"), nbformat.v4.new_markdown_cell("")]
+    for cell, (name, grade, solution, locked) in zip(cells, (
+            ("intro", False, False, True), ("answer", False, True, False),
+            ("test_a", True, False, True), ("derivation", True, True, False))):
+        cell.metadata["nbgrader"] = {"grade_id": name, "grade": grade, "solution": solution,
+                                     "locked": locked, "schema_version": 3, "task": False}
+        if grade:
+            cell.metadata["nbgrader"]["points"] = points if name == "test_a" else 4.0
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+def _counting(run) -> tuple[int, int]:
+    """(commits, statements) while ``run()`` runs."""
+    from sqlalchemy import event
+
+    commits, statements = [], []
+    committed = lambda *args: commits.append(1)  # noqa: E731 - a transaction's end
+    count = lambda *args: statements.append(args[2])  # noqa: E731 - the statement
+    event.listen(Engine, "commit", committed)
+    event.listen(Engine, "before_cursor_execute", count)
+    try:
+        run()
+    finally:
+        event.remove(Engine, "before_cursor_execute", count)
+        event.remove(Engine, "commit", committed)
+    return len(commits), len(statements)
+
+
+def _recorded(ws) -> list:
+    with open_gradebook(ws) as gb:
+        nb = gb.find_notebook("n", "a")
+        return sorted((type(c).__name__, c.name, getattr(c, "max_score", None),
+                       getattr(c, "locked", None), getattr(c, "checksum", None))
+                      for c in nb.source_cells + nb.grade_cells + nb.solution_cells)
+
+
+def _release(ws, gradebook_class, monkeypatch) -> tuple[tuple[int, int], list]:
+    """SaveCells run on :func:`_source` into a new gradebook in ``ws`` opened with
+    ``gradebook_class``: ((commits, statements), the cells recorded)."""
+    import nbgrader.preprocessors.savecells as savecells
+    from nbgrader.preprocessors import SaveCells
+
+    from autograder.grading import gradebook
+
+    ws.mkdir()
+    with open_gradebook(ws) as gb:
+        gb.add_assignment("a")
+    resources = {"nbgrader": {"notebook": "n", "assignment": "a",
+                              "db_url": gradebook.db_url(ws)}}
+    monkeypatch.setattr(savecells, "Gradebook", gradebook_class)
+    try:
+        counted = _counting(lambda: SaveCells().preprocess(_source(), resources))
+    finally:
+        monkeypatch.undo()
+    with open_gradebook(ws) as gb:
+        notebooks = gb.find_assignment("a").notebooks
+    return counted, _recorded(ws) if notebooks else []
+
+
+def test_release_records_a_notebooks_cells_in_one_transaction(tmp_path, monkeypatch):
+    """notebook_cells: nbgrader's SaveCells (generate_assignment) records the cells nbgrader
+    records, in one transaction (nbgrader's own: one per cell and more, ten here); a cell
+    refused records nothing of the notebook (nbgrader's own kept the cells before it)."""
+    import nbgrader.preprocessors.savecells as savecells
+    from nbgrader.api import Gradebook, InvalidEntry
+
+    from autograder.grading import speedups
+
+    speedups.apply()  # notebook_cells with the rest, once per process
+    ours = savecells.Gradebook
+    (commits, _), cells = _release(tmp_path / "ours", ours, monkeypatch)
+    (own_commits, _), own_cells = _release(tmp_path / "own", Gradebook, monkeypatch)
+    assert cells == own_cells and len(cells) == 8, cells
+    assert (commits, own_commits) == (2, 10)  # the opening's (nothing written), then ours
+    own_save = Gradebook.update_or_create_source_cell
+
+    def refuse(self, name, *args, **kwargs):  # the last cells nbgrader records
+        if name == "derivation":
+            raise InvalidEntry("refused")
+        return own_save(self, name, *args, **kwargs)
+
+    for name, kind in (("refused-ours", ours), ("refused-own", Gradebook)):
+        with pytest.raises(InvalidEntry):
+            Gradebook.update_or_create_source_cell = refuse
+            try:
+                _release(tmp_path / name, kind, monkeypatch)
+            finally:
+                Gradebook.update_or_create_source_cell = own_save
+    assert _release_kept(tmp_path / "refused-ours") == 0
+    assert _release_kept(tmp_path / "refused-own") > 0
+
+
+def _release_kept(ws) -> int:
+    """How many cells of notebook ``n`` the gradebook in ``ws`` holds."""
+    with open_gradebook(ws) as gb:
+        notebooks = gb.find_assignment("a").notebooks
+        return sum(len(nb.source_cells) + len(nb.grade_cells) for nb in notebooks)
+
+
+def test_autograde_checks_a_notebooks_cells_against_the_release_read_at_once(
+        tmp_path, monkeypatch):
+    """notebook_cells: nbgrader's OverwriteCells (autograde) puts back what nbgrader puts
+    back (a locked cell's source, a test's points, a cell's type; the id of a cell the
+    release lacks dropped) with the notebook's cells read in three queries, however many
+    cells it has (nbgrader's own: one or two queries a cell, eight statements here to five)."""
+    import nbgrader.preprocessors.overwritecells as overwritecells
+    import nbgrader.preprocessors.savecells as savecells
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import ComputeChecksums, OverwriteCells, SaveCells
+
+    from autograder.grading import gradebook, speedups
+
+    speedups.apply()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with open_gradebook(ws) as gb:
+        gb.add_assignment("a")
+    resources = {"nbgrader": {"notebook": "n", "assignment": "a",
+                              "db_url": gradebook.db_url(ws)}}
+    released, _ = ComputeChecksums().preprocess(_source(), {})
+    SaveCells().preprocess(copy.deepcopy(released), resources)
+    assert savecells.Gradebook is not Gradebook
+    submitted = copy.deepcopy(released)
+    submitted.cells[0].source = "Nothing to derive."  # locked: put back
+    submitted.cells[1].cell_type = "markdown"  # the solution's type: put back
+    submitted.cells[2].metadata["nbgrader"]["points"] = 30.0  # put back
+    extra = nbformat.v4.new_code_cell("y = 2")
+    extra.metadata["nbgrader"] = {"grade_id": "extra", "grade": False, "solution": True,
+                                  "locked": False, "schema_version": 3, "task": False}
+    submitted.cells.append(extra)  # not in the release: its id is dropped
+    done = {}
+    for name, kind in (("ours", overwritecells.Gradebook), ("own", Gradebook)):
+        monkeypatch.setattr(overwritecells, "Gradebook", kind)
+        nb = copy.deepcopy(submitted)
+        done[name] = nb, _counting(lambda: OverwriteCells().preprocess(nb, resources))[1]
+        monkeypatch.undo()
+    assert done["ours"][0] == done["own"][0]
+    nb = done["ours"][0]
+    assert nb.cells[0].source == "Derive it." and nb.cells[1].cell_type == "code"
+    assert nb.cells[2].metadata["nbgrader"]["points"] == 3.0
+    assert "grade_id" not in nb.cells[-1].metadata["nbgrader"]
+    assert done["ours"][1] <= 5 < done["own"][1], (done["ours"][1], done["own"][1])

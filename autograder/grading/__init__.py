@@ -68,4 +68,6 @@ One job per module, with its size in lines (the grading contract page of the boo
   source (highlighted code, Markdown), rendered once per worker and kept, bounded.
 - :mod:`~autograder.grading.notebook_grades` (158 lines): nbgrader's feedback and autograde
   read a notebook's grades and comments at once, and autograde commits them once.
+- :mod:`~autograder.grading.notebook_cells` (109 lines): nbgrader's autograde reads a
+  notebook's released cells at once, and its release records them in one transaction.
 """

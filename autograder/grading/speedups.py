@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import threading
 
-from autograder.grading import feedback_render, notebook_grades
+from autograder.grading import feedback_render, notebook_cells, notebook_grades
 
 _applied = False
 _lock = threading.Lock()
@@ -49,6 +49,7 @@ def apply() -> None:
         if _applied:
             return
         _cache_schema_validators()
+        notebook_cells.apply()
         _cache_template_bytecode()
         _soup_only_where_it_changes_something()
         feedback_render.apply()
