@@ -6,6 +6,7 @@ The class-level runs of the same pieces are in test_instructor_workflow.py.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import csv
@@ -359,7 +360,6 @@ def test_the_feedback_reads_a_notebooks_grades_and_comments_at_once(workspace):
     still raises nbgrader's MissingEntry."""
     from nbgrader.api import MissingEntry
     from nbgrader.preprocessors import GetGrades
-    from sqlalchemy import event
 
     from autograder.grading import gradebook, speedups
 
@@ -369,10 +369,8 @@ def test_the_feedback_reads_a_notebooks_grades_and_comments_at_once(workspace):
             g.manual_score = 2.5 if g.name == "derivation" else None
         gb.find_comment("derivation", X, X, "bob").manual_comment = "see the variance"
         gb.db.commit()
-    statements = []
-    count = lambda *args: statements.append(args[2])  # noqa: E731 - the statement
-    event.listen(Engine, "before_cursor_execute", count)
-    try:
+    with _counted() as seen:
+        statements = seen["statements"]
         for student in ("alice", "bob"):
             resources = {"nbgrader": {"notebook": X, "assignment": X, "student": student,
                                       "db_url": gradebook.db_url(workspace)}}
@@ -391,12 +389,28 @@ def test_the_feedback_reads_a_notebooks_grades_and_comments_at_once(workspace):
             assert got == expected
         assert got == [{"score": 3.0, "points": 3.0}, {"score": 1.0, "points": 2.0},
                        {"score": 2.5, "points": 4.0, "comment": "see the variance"}]
-    finally:
-        event.remove(Engine, "before_cursor_execute", count)
     missing = _feedback_cells()
     missing.cells[0].metadata["nbgrader"]["grade_id"] = "test_gone"
     with pytest.raises(MissingEntry):
         GetGrades().preprocess(missing, resources)
+
+
+@contextlib.contextmanager
+def _counted():
+    """The gradebook's transactions and statements while the block runs:
+    ``{"commits": [...], "statements": [SQL, ...]}``, filled as they happen."""
+    from sqlalchemy import event
+
+    seen: dict[str, list] = {"commits": [], "statements": []}
+    committed = lambda *args: seen["commits"].append(1)  # noqa: E731 - a transaction's end
+    count = lambda *args: seen["statements"].append(args[2])  # noqa: E731 - the statement
+    event.listen(Engine, "commit", committed)
+    event.listen(Engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(Engine, "before_cursor_execute", count)
+        event.remove(Engine, "commit", committed)
 
 
 def _autograded_cells(errors: tuple[str, ...] = ("test_b",), extra: str = "",
@@ -440,7 +454,6 @@ def test_autograde_saves_a_notebooks_scores_in_one_transaction(workspace):
     nbgrader's MissingEntry and saves nothing of the notebook."""
     from nbgrader.api import MissingEntry
     from nbgrader.preprocessors import SaveAutoGrades
-    from sqlalchemy import event
 
     from autograder.grading import gradebook, speedups
 
@@ -451,12 +464,8 @@ def test_autograde_saves_a_notebooks_scores_in_one_transaction(workspace):
         gb.db.commit()
     resources = {"nbgrader": {"notebook": X, "assignment": X, "student": "alice",
                               "db_url": gradebook.db_url(workspace)}}
-    commits, statements = [], []
-    committed = lambda *args: commits.append(1)  # noqa: E731 - a transaction's end
-    count = lambda *args: statements.append(args[2])  # noqa: E731 - the statement
-    event.listen(Engine, "commit", committed)
-    event.listen(Engine, "before_cursor_execute", count)
-    try:
+    with _counted() as seen:
+        commits, statements = seen["commits"], seen["statements"]
         SaveAutoGrades().preprocess(_autograded_cells(("test_a",)), resources)
         selects = [q for q in statements if q.startswith("SELECT")]
         # nbgrader's opening of a gradebook commits (writing nothing), then ours, once
@@ -466,9 +475,6 @@ def test_autograde_saves_a_notebooks_scores_in_one_transaction(workspace):
             SaveAutoGrades().preprocess(_autograded_cells(answered=student == "bob"),
                                         resources)
         assert len(commits) == 6
-    finally:
-        event.remove(Engine, "before_cursor_execute", count)
-        event.remove(Engine, "commit", committed)
     assert _saved(workspace, "alice") == [("derivation", 0.0, False), ("test_a", 3.0, False),
                                           ("test_b", 0.0, False), "No response."]
     assert _saved(workspace, "bob") == [("derivation", None, True),  # for a grader
@@ -508,23 +514,6 @@ def _source(points: float = 3.0):
     return nbformat.v4.new_notebook(cells=cells)
 
 
-def _counting(run) -> tuple[int, int]:
-    """(commits, statements) while ``run()`` runs."""
-    from sqlalchemy import event
-
-    commits, statements = [], []
-    committed = lambda *args: commits.append(1)  # noqa: E731 - a transaction's end
-    count = lambda *args: statements.append(args[2])  # noqa: E731 - the statement
-    event.listen(Engine, "commit", committed)
-    event.listen(Engine, "before_cursor_execute", count)
-    try:
-        run()
-    finally:
-        event.remove(Engine, "before_cursor_execute", count)
-        event.remove(Engine, "commit", committed)
-    return len(commits), len(statements)
-
-
 def _recorded(ws) -> list:
     with open_gradebook(ws) as gb:
         nb = gb.find_notebook("n", "a")
@@ -548,9 +537,11 @@ def _release(ws, gradebook_class, monkeypatch) -> tuple[tuple[int, int], list]:
                               "db_url": gradebook.db_url(ws)}}
     monkeypatch.setattr(savecells, "Gradebook", gradebook_class)
     try:
-        counted = _counting(lambda: SaveCells().preprocess(_source(), resources))
+        with _counted() as seen:
+            SaveCells().preprocess(_source(), resources)
     finally:
         monkeypatch.undo()
+    counted = len(seen["commits"]), len(seen["statements"])
     with open_gradebook(ws) as gb:
         notebooks = gb.find_assignment("a").notebooks
     return counted, _recorded(ws) if notebooks else []
@@ -631,7 +622,9 @@ def test_autograde_checks_a_notebooks_cells_against_the_release_read_at_once(
     for name, kind in (("ours", overwritecells.Gradebook), ("own", Gradebook)):
         monkeypatch.setattr(overwritecells, "Gradebook", kind)
         nb = copy.deepcopy(submitted)
-        done[name] = nb, _counting(lambda: OverwriteCells().preprocess(nb, resources))[1]
+        with _counted() as seen:
+            OverwriteCells().preprocess(nb, resources)
+        done[name] = nb, len(seen["statements"])
         monkeypatch.undo()
     assert done["ours"][0] == done["own"][0]
     nb = done["ours"][0]
