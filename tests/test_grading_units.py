@@ -584,6 +584,35 @@ def test_the_feedback_renders_each_markdown_source_once_as_nbconvert_would(monke
     assert page(embedding, cell)[0] == first and len(parsed) == 11
 
 
+def test_a_cell_or_output_is_validated_by_its_compiled_schema_part(monkeypatch):
+    """speedups: nbformat's validation of one output or cell (nbclient makes an output of
+    each kernel message) runs that part of the schema compiled by fastjsonschema; jsonschema,
+    which nbformat's fastjsonschema validator hands it to, runs only for a node refused, and
+    gives nbformat's own error."""
+    from nbformat import ValidationError
+    from nbformat.json_compat import JsonSchemaValidator
+    from nbformat.v4 import new_code_cell, new_output
+
+    from autograder.grading import speedups
+
+    speedups.apply()
+    calls = []
+    own = JsonSchemaValidator.iter_errors
+    monkeypatch.setattr(JsonSchemaValidator, "iter_errors",
+                        lambda self, *args: calls.append(1) or own(self, *args))
+    new_output("stream", name="stdout", text="x")
+    new_output("error", ename="E", evalue="v", traceback=["a"])
+    new_code_cell("x = 1")
+    assert calls == []
+    with pytest.raises(ValidationError, match="3 is not of type 'string'"):
+        new_output("stream", name=3, text="x")
+    assert calls
+    calls.clear()
+    with pytest.raises(Exception, match="a-kind-of-its-own"):  # no such part of the schema
+        new_output("a-kind-of-its-own")
+    assert calls
+
+
 def test_a_conversion_validates_the_notebook_once_after_its_last_preprocessor(tmp_path,
                                                                              monkeypatch):
     """With the course's nbgrader settings, an exporter validates the notebook once per

@@ -60,10 +60,10 @@ One job per module, with its size in lines (the grading contract page of the boo
   side.
 - :mod:`~autograder.grading.html` (71 lines): what the workspace's HTML reports share
   (inline CSS and SVG, nothing loaded from another host).
-- :mod:`~autograder.grading.speedups` (234 lines): work nbgrader repeats on every call, done
-  once per process (schema validators, template bytecode, the gradebook's engine and its
-  pooled connection), or skipped where it changes nothing (the feedback page's
-  accessibility pass).
+- :mod:`~autograder.grading.speedups` (269 lines): work nbgrader repeats on every call, done
+  once per process (schema validators, the parts of nbformat's schema compiled, template
+  bytecode, the gradebook's engine and its pooled connection), or skipped where it changes
+  nothing (the feedback page's accessibility pass).
 - :mod:`~autograder.grading.feedback_render` (94 lines): the feedback's HTML of each cell
   source (highlighted code, Markdown), rendered once per worker and kept, bounded.
 - :mod:`~autograder.grading.notebook_grades` (158 lines): nbgrader's feedback and autograde
