@@ -89,7 +89,7 @@ def _cache_schema_validators() -> None:
 
 
 def _compile_schema_parts() -> None:
-    from fastjsonschema import JsonSchemaDefinitionException, JsonSchemaException, compile
+    from fastjsonschema import JsonSchemaDefinitionException, compile
     from nbformat.json_compat import FastJsonSchemaValidator
 
     own = FastJsonSchemaValidator.iter_errors
@@ -108,8 +108,8 @@ def _compile_schema_parts() -> None:
             if parts[ref] is None:
                 return own(self, data, schema)
             parts[ref](data)
-        except JsonSchemaException:
-            return own(self, data, schema)  # jsonschema's errors, as nbformat gives them
+        except Exception:  # noqa: BLE001 - refused (or unreadable): jsonschema's own errors
+            return own(self, data, schema)
         return []
 
     FastJsonSchemaValidator.iter_errors = iter_errors
