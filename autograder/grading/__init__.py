@@ -66,8 +66,8 @@ One job per module, with its size in lines (the grading contract page of the boo
   nothing (the feedback page's accessibility pass).
 - :mod:`~autograder.grading.feedback_render` (94 lines): the feedback's HTML of each cell
   source (highlighted code, Markdown), rendered once per worker and kept, bounded.
-- :mod:`~autograder.grading.notebook_grades` (158 lines): nbgrader's feedback and autograde
+- :mod:`~autograder.grading.notebook_grades` (142 lines): nbgrader's feedback and autograde
   read a notebook's grades and comments at once, and autograde commits them once.
-- :mod:`~autograder.grading.notebook_cells` (109 lines): nbgrader's autograde reads a
+- :mod:`~autograder.grading.notebook_cells` (110 lines): nbgrader's autograde reads a
   notebook's released cells at once, and its release records them in one transaction.
 """

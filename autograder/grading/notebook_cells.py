@@ -78,8 +78,9 @@ class OneTransaction:
     """Over nbgrader's ``Gradebook`` (:func:`apply`): its session's ``commit()`` only
     flushes (the statements are written, in order, in one transaction) until the ``with``
     block ends: then it commits once, or rolls back when the block raised. Opened for one
-    notebook by ``SaveCells``. nbgrader's rollback on an error (its ``InvalidEntry``)
-    undoes the whole notebook's changes."""
+    notebook by ``SaveCells``, and by ``SaveAutoGrades``
+    (:mod:`autograder.grading.notebook_grades`). nbgrader's rollback on an error (its
+    ``InvalidEntry``) undoes the whole notebook's changes."""
 
     def __enter__(self):
         self.db = _FlushOnCommit(self.db)

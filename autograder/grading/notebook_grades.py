@@ -9,10 +9,11 @@ comment up in a query of its own:
   answer every cell from them (:func:`grades_and_comments`: the same SQL expressions as
   nbgrader's column properties, so the page is unchanged).
 - ``SaveAutoGrades`` (autograde) also commits after each cell: an ex01 notebook's scores
-  took 17 transactions, each written to disk. :func:`apply` makes it find the notebook's
-  grades and comments in three queries and commit once, after its last cell; nbgrader's own
-  code still decides every value it writes. A notebook's autograded scores are saved
-  whole or not at all.
+  took 17 transactions, each written to disk. :func:`apply` gives it a gradebook
+  (:class:`GradesReadAtOnce` over :class:`autograder.grading.notebook_cells.OneTransaction`)
+  that finds the notebook's grades and comments in three queries and commits once, after
+  its last cell; nbgrader's own code still decides every value it writes. A notebook's
+  autograded scores are saved whole or not at all.
 
 A cell the gradebook's rows do not have is asked of nbgrader's own lookup, which raises its
 own error.
@@ -20,11 +21,15 @@ own error.
 
 from __future__ import annotations
 
+from autograder.grading.notebook_cells import OneTransaction
+
 
 def apply() -> None:
-    """Patch nbgrader's ``GetGrades`` and ``SaveAutoGrades`` (once per process:
-    :func:`autograder.grading.speedups.apply` calls it)."""
-    from nbgrader.preprocessors import GetGrades, SaveAutoGrades
+    """Patch nbgrader's ``GetGrades`` and the gradebook ``SaveAutoGrades`` opens (once per
+    process: :func:`autograder.grading.speedups.apply` calls it)."""
+    import nbgrader.preprocessors.saveautogrades as saveautogrades
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import GetGrades
 
     own_score, own_comment = GetGrades._get_score, GetGrades._get_comment
 
@@ -42,7 +47,8 @@ def apply() -> None:
         cell.metadata.nbgrader["comment"] = comments[name]
 
     GetGrades._get_score, GetGrades._get_comment = _get_score, _get_comment
-    SaveAutoGrades.preprocess = _save_once
+    saveautogrades.Gradebook = type("GradesReadAtOnceGradebook",
+                                    (GradesReadAtOnce, OneTransaction, Gradebook), {})
 
 
 def _read(pre) -> tuple[dict, dict]:
@@ -57,50 +63,28 @@ def _read(pre) -> tuple[dict, dict]:
     return read
 
 
-def _save_once(self, nb, resources):
-    """``SaveAutoGrades.preprocess``, as nbgrader's, with the gradebook its cells see
-    a :class:`_OneCommit` and one commit after the last cell."""
-    from nbgrader.api import Gradebook
-    from nbgrader.preprocessors import NbGraderPreprocessor
+class GradesReadAtOnce:
+    """Over nbgrader's ``Gradebook`` (:func:`apply`): its ``find_grade`` and
+    ``find_comment`` answer from the grades and comments of the student's notebook asked
+    about, read at once as objects (to be changed). Opened for one notebook by
+    ``SaveAutoGrades``."""
 
-    self.notebook_id = resources["nbgrader"]["notebook"]
-    self.assignment_id = resources["nbgrader"]["assignment"]
-    self.student_id = resources["nbgrader"]["student"]
-    self.db_url = resources["nbgrader"]["db_url"]
-    gradebook = Gradebook(self.db_url)
-    with gradebook:
-        self.gradebook = _OneCommit(gradebook, self.notebook_id, self.assignment_id,
-                                    self.student_id)
-        try:
-            nb, resources = NbGraderPreprocessor.preprocess(self, nb, resources)
-        finally:
-            self.gradebook = gradebook
-        gradebook.db.commit()
-    return nb, resources
+    _read: tuple | None = None
 
-
-class _OneCommit:
-    """A gradebook as ``SaveAutoGrades`` uses it while it saves one notebook's cells: its
-    grades and comments found among those read at once (as objects, to be changed), and
-    ``db.commit()`` left for after the last cell (``db`` is this object)."""
-
-    def __init__(self, gb, notebook: str, assignment: str, student: str):
-        self.gb = gb
-        self.db = self
-        self.grades, self.comments = _objects(gb, notebook, assignment, student)
-
-    def find_grade(self, name, notebook, assignment, student):
-        found = self.grades.get(name)
+    def find_grade(self, name: str, notebook: str, assignment: str, student: str):
+        found = self._objects(notebook, assignment, student)[0].get(name)
         return found if found is not None else \
-            self.gb.find_grade(name, notebook, assignment, student)
+            super().find_grade(name, notebook, assignment, student)
 
-    def find_comment(self, name, notebook, assignment, student):
-        found = self.comments.get(name)
+    def find_comment(self, name: str, notebook: str, assignment: str, student: str):
+        found = self._objects(notebook, assignment, student)[1].get(name)
         return found if found is not None else \
-            self.gb.find_comment(name, notebook, assignment, student)
+            super().find_comment(name, notebook, assignment, student)
 
-    def commit(self) -> None:
-        """Nothing yet: the notebook's changes are committed after its last cell."""
+    def _objects(self, *key: str) -> tuple[dict, dict]:
+        if self._read is None or self._read[0] != key:
+            self._read = (key, _objects(self, *key))
+        return self._read[1]
 
 
 def _notebook_ids(gb, notebook: str, assignment: str, student: str) -> list:
