@@ -195,9 +195,9 @@ The website and the command line:
 
 - :mod:`~autograder.inpage` (162 lines): code run in the website's own
   Python (Pyodide, in the reader's browser).
-- :mod:`~autograder.cli` (243 lines): ``python -m autograder``'s commands;
-  :mod:`~autograder.__main__` (26 lines) runs it; :mod:`~autograder.check_command` (222
-  lines): the ``check`` command.
+- :mod:`~autograder.cli` (273 lines): ``python -m autograder``'s commands, and their
+  exit without the interpreter's teardown; :mod:`~autograder.__main__` (24 lines) runs
+  it; :mod:`~autograder.check_command` (215 lines): the ``check`` command.
 """
 
 from autograder.exercises import ASSIGNMENTS  # derived from solutions/

@@ -17,10 +17,8 @@ from autograder.check_early import start  # noqa: E402
 
 early_kernel = start(sys.argv[1:])
 
-from autograder.check_command import exit_without_teardown  # noqa: E402
-from autograder.cli import main  # noqa: E402
+from autograder.cli import exit_without_teardown, main  # noqa: E402
 
 code = main(early_kernel=early_kernel)
-if sys.argv[1:2] == ["check"]:  # its work is done: no interpreter teardown to wait for
-    exit_without_teardown(code)
+exit_without_teardown(code)  # the command's work is done: no interpreter teardown to wait for
 raise SystemExit(code)

@@ -5,11 +5,9 @@ per test and what it means, on this machine (contract.md, "check")."""
 from __future__ import annotations
 
 import argparse
-import atexit
 import importlib.util
 import os
 import sys
-import threading
 from pathlib import Path
 
 from autograder import check_kernel, check_warm
@@ -215,23 +213,3 @@ def _hidden_tests_here(assignment: str | None) -> bool:
     except (ImportError, ValueError):
         found = False
     return found and (SOLUTIONS / assignment / f"{assignment}.ipynb").is_file()
-
-
-def exit_without_teardown(code: int) -> None:
-    """End a check that returned ``code`` now, without the interpreter's teardown: its
-    modules' clean-up and garbage collection took 0.08 s after ex01's check and 0.5 s after
-    ex05's (torch loaded), while the learner waited for the prompt. The check's own clean-up
-    is done by then (its kernel stopped, its folders removed, in ``finally`` blocks); the
-    ``atexit`` handlers (the probes' processes and course copies) run here, and the output
-    is flushed. Returns, for the ordinary exit, when a thread other than this one is still
-    running (its work might not be done)."""
-    if any(t is not threading.current_thread() and t.is_alive() and not t.daemon
-           for t in threading.enumerate()):
-        return
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe (check ... | head): nothing to keep
-            pass
-    os._exit(code)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import sys
+import tempfile
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -386,7 +388,7 @@ def test_a_check_ends_without_teardown_yet_keeps_its_output_and_clean_up():
     arrives whole and the atexit handlers run (the probes' clean-up); while another thread
     still runs, it returns and the process ends as usual."""
     ends = ("import atexit, threading\n"
-            "from autograder.check_command import exit_without_teardown\n"
+            "from autograder.cli import exit_without_teardown\n"
             "atexit.register(lambda: print('clean-up ran'))\n"
             "print('row 1 of the table')\n")
     buffered = {"PYTHONUNBUFFERED": ""}  # a pipe's output waits in a buffer, as by default
@@ -402,3 +404,28 @@ def test_a_check_ends_without_teardown_yet_keeps_its_output_and_clean_up():
     proc = run([sys.executable, "-c", ends + busy], env=buffered)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "row 1 of the table\nreturned\nclean-up ran\n"
+
+
+def test_every_command_ends_without_the_interpreters_teardown():
+    """``python -m autograder`` ends every command through ``exit_without_teardown`` once it
+    returned (0.9 s of teardown after a graded class): a module-level object's finaliser,
+    which the interpreter's teardown runs, does not run after ``grade`` or ``release``;
+    ``atexit`` handlers still do. Run under plain ``python -c`` (no autograder), the same
+    finaliser does run: the check can tell the two apart."""
+    probe = ("import atexit, runpy, sys\n"
+             "class Finalised:\n"
+             "    def __del__(self):\n"
+             "        print('teardown ran', flush=True)\n"
+             "kept = Finalised()\n"
+             "atexit.register(lambda: print('atexit ran', flush=True))\n")
+    plain = run([sys.executable, "-c", probe])
+    assert plain.stdout.splitlines()[-2:] == ["atexit ran", "teardown ran"], plain.stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        for argv in (["grade", str(Path(tmp) / "none"), "--workspace", str(Path(tmp) / "ws")],
+                     ["release", "ex01_python_attention", "--to", str(Path(tmp) / "out")]):
+            code = probe + (f"sys.argv = ['autograder', *{argv!r}]\n"
+                            "runpy.run_module('autograder', run_name='__main__')\n")
+            proc = run([sys.executable, "-c", code])
+            lines = proc.stdout.splitlines()
+            assert "atexit ran" in lines, (argv, proc.stdout[-500:], proc.stderr[-500:])
+            assert "teardown ran" not in lines, (argv, proc.stdout[-500:])

@@ -39,6 +39,7 @@ nbgrader. Each change keeps nbgrader's result and only skips a repetition:
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 
@@ -209,11 +210,12 @@ _ENGINES: dict[tuple, object] = {}  # _engine_key -> the engine of that database
 _HOT: list = []  # the engine of the database opened last: the one whose connections are kept
 
 
-def forget_engines() -> None:
+def forget_engines(close: bool = False) -> None:
     """In a forked process: make new engines; the parent's stay the parent's (their pooled
-    connections are not closed here, as SQLAlchemy advises for a fork)."""
+    connections are not closed here, as SQLAlchemy advises for a fork). ``close``: at the
+    process's exit, the pooled connections closed."""
     for engine in _ENGINES.values():
-        engine.dispose(close=False)
+        engine.dispose(close=close)
     _ENGINES.clear()
     _HOT.clear()
 
@@ -255,6 +257,9 @@ def _reuse_engines() -> None:
     __init__.__doc__ = original.__doc__
     close_keeping_connections.__doc__ = close.__doc__
     Gradebook.__init__, Gradebook.close = __init__, close_keeping_connections
+    # The commands end without the interpreter's teardown (cli.exit_without_teardown):
+    # the kept connections are closed here, so a PostgreSQL server sees each one end.
+    atexit.register(forget_engines, close=True)
 
 
 def _heat(engine, lock: threading.Lock) -> None:
