@@ -79,10 +79,10 @@ Answers, and how they are judged:
 - :mod:`~autograder.checker` (258 lines): the trusted checker: hidden tests
   run in the grader, the learner's names are proxies served by the kernel (stdlib only at
   import, as are its parts: the website's in-page checker too). Its parts:
-  :mod:`~autograder.session` (270 lines): the session with one learner kernel, requests
-  and replies as plain data, a test served over one kernel cell;
-  :mod:`~autograder.kernel_line` (111 lines): the socket a test is served over and the
-  kernel's time on it; :mod:`~autograder.session_errors` (46 lines): how a session ends
+  :mod:`~autograder.session` (300 lines): the session with one learner kernel, requests
+  and replies as plain data, a run of tests served over one kernel cell;
+  :mod:`~autograder.kernel_line` (127 lines): the socket a test is served over, the
+  kernel's time on it and what the test came to; :mod:`~autograder.session_errors` (46 lines): how a session ends
   early (a broken protocol, a stopped kernel, the time limit) and the learner's
   exception's stand-in; :mod:`~autograder.remote` (209 lines): the learner's names as
   proxies (functions, classes, torch modules); :mod:`~autograder.remote_torch` (95 lines):
@@ -167,10 +167,12 @@ The grader's machinery (never in the learner's kernel):
   of a submission (resilient, output capped, sandboxed and profiled).
 - :mod:`~autograder.phase_times` (34 lines): seconds per grading phase in a worker,
   for ``bench_grading.py --profile`` (add, timed, take).
-- :mod:`~autograder.trusted_tests` (219 lines): a notebook's test cells handed to the
-  trusted checker, one serving kernel cell each (grading's executor and ``check``'s cell
-  loop use it; it needs no part of nbgrader); what stopped the cells, kept in the
-  autograded notebook's metadata.
+- :mod:`~autograder.trusted_tests` (262 lines): a notebook's test cells handed to the
+  trusted checker, one serving kernel cell per run of consecutive test cells (grading's
+  executor and ``check``'s cell loop use it; it needs no part of nbgrader); what stopped
+  the cells, kept in the autograded notebook's metadata.
+  :mod:`~autograder.serving_outputs` (55 lines): each test's display, split from the
+  serving cell's outputs at the checker's markers.
 - :mod:`~autograder.check_early` (155 lines): ``check``'s kernel started before the
   command imports anything else (the standard library only).
 - :mod:`~autograder.check_kernel` (161 lines): the kernel ``check`` starts (or adopts)

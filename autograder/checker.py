@@ -29,6 +29,7 @@ import os
 import secrets
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from autograder import testing, wipe, wire
 from autograder.remote import Remote
@@ -190,11 +191,19 @@ def segments(source: str) -> list[tuple[bool, str]]:
 
 
 def run_test(session: Session, source: str, setup: dict, where: str) -> tuple[str, str] | None:
-    """Run a test cell's whole source, visible and hidden parts in their order, here in the
-    checker while one kernel cell serves it (:meth:`Session.serving`): None when it
-    passed, else (error name, message). The visible parts' prints are shown in the
-    kernel's cell; the learner's output during the hidden parts is not. ProtocolError and
-    CheckStopped propagate."""
+    """Run a test cell's whole source here in the checker while one kernel cell serves it
+    (:meth:`Session.serving`): None when it passed, else (error name, message).
+    ProtocolError and CheckStopped propagate."""
+    return session.serving(test_of(session, source, setup, where))
+
+
+def test_of(session: Session, source: str, setup: dict,
+            where: str) -> Callable[[], tuple[str, str] | None]:
+    """A test cell's whole source, visible and hidden parts in their order, as the function
+    the checker runs while a kernel cell serves it (:meth:`Session.serving_run`): it
+    returns None when the test passed, else (error name, message). The visible parts'
+    prints are shown in the kernel's cell; the learner's output during the hidden parts is
+    not. ProtocolError and CheckStopped propagate."""
     parts = segments(source)
     state = {"hidden": False}
 
@@ -231,7 +240,7 @@ def run_test(session: Session, source: str, setup: dict, where: str) -> tuple[st
             ns.keep()
         return None
 
-    return session.serving(test)
+    return test
 
 
 def exchange_folder(km) -> tuple[Path, bool]:

@@ -245,13 +245,23 @@ def _mark(phase: str, token: str) -> None:
         pass
 
 
-def serve_test(namespace: dict, folder: str, name: str) -> None:
-    """One test cell in the kernel: serve the checker, which runs the whole test itself
-    (visible and hidden parts) and decides: connect to its socket ``name`` in ``folder``,
-    answer each request id it sends (:func:`serve`) and send the id back, until it says
-    ``done`` or hangs up. One kernel cell per test, however many calls the test makes; the
-    learner's code runs only when the checker calls it, and its output is the cell's
-    display except inside the hidden parts (see :func:`_mark`)."""
+def serve_tests(namespace: dict, folder: str, names: tuple[str, ...]) -> None:
+    """Consecutive test cells in one kernel cell: serve the checker, which runs each whole
+    test itself (visible and hidden parts) and decides, on its socket in ``folder``, one
+    name of ``names`` per test, in order (:func:`_serve_line`); the next test's only after
+    the checker said ``done`` to this one's. One kernel cell per run of test cells, however
+    many calls they make; the learner's code runs only when the checker calls it, and its
+    output is the cell's display except inside the hidden parts (see :func:`_mark`)."""
+    for name in names:
+        if not _serve_line(namespace, folder, str(name)):
+            break
+
+
+def _serve_line(namespace: dict, folder: str, name: str) -> bool:
+    """Serve one test: connect to the checker's socket ``name`` in ``folder``, answer each
+    request id it sends (:func:`serve`) and send the id back, until it says ``done`` (True:
+    the next test may follow), says anything else, hangs up or a call was interrupted
+    (False: the cell ends)."""
     import os
     import socket
 
@@ -263,12 +273,14 @@ def serve_test(namespace: dict, folder: str, name: str) -> None:
         while True:
             line = lines.readline(200)
             if not line or line == b"done\n":
-                break
+                return line == b"done\n"
+            if line == b"end\n":
+                return False
             rid = line.decode("ascii", "replace").strip()
             interrupted = serve(namespace, folder, rid)
             sock.sendall(rid.encode("ascii") + b"\n")
             if interrupted:
-                break
+                return False
     finally:
         sock.close()
         os.close(fd)

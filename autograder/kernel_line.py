@@ -1,12 +1,15 @@
-"""The trusted checker's line to the one kernel cell that serves a test: a socket over
-which only request ids cross (requests and replies are files, :mod:`autograder.wire`), and
-the kernel's time on it, counted against the test's time limit (stdlib only: the website's
-in-page checker imports it too)."""
+"""The trusted checker's line to the kernel cell that serves a test (one line per test of
+a run of test cells): a socket over which only request ids cross (requests and replies are
+files, :mod:`autograder.wire`), the kernel's time on it, counted against the test's time
+limit, and what the test came to (:class:`Served`). Stdlib only: the website's in-page
+checker imports it too."""
 
 from __future__ import annotations
 
 import secrets
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 from autograder import wire
 from autograder.session_errors import CheckStopped, ProtocolError
@@ -15,6 +18,17 @@ from autograder.wire_folder import socket_path
 # Seconds a kernel interrupted at the time limit has to end its cell before it is killed.
 GRACE = 10.0
 now = time.monotonic  # the clock the kernel's time is read from (tests give their own)
+
+
+@dataclass
+class Served:
+    """One test served by the kernel (:meth:`autograder.session.Session.serving_run`): what
+    it returned or raised, and the markers it put in the kernel cell's outputs
+    (:meth:`autograder.session.Session.phase`)."""
+
+    value: Any = None
+    raised: BaseException | None = None
+    marks: list[tuple[str, str]] = field(default_factory=list)
 
 
 class KernelLine:
@@ -87,11 +101,12 @@ class KernelLine:
         if answer != rid.encode("ascii") + b"\n":
             raise ProtocolError("the kernel answered another request than the checker's")
 
-    def finish(self) -> None:
-        """The test is over: tell the kernel's cell to end (in the checker's thread)."""
+    def finish(self, go_on: bool = True) -> None:
+        """The test is over: tell the kernel's cell to serve the next test of its run, if
+        any (``done``), or to end now (``end``: ``go_on`` false), in the checker's thread."""
         try:
             if self.conn is not None:
-                self.conn.sendall(b"done\n")
+                self.conn.sendall(b"done\n" if go_on else b"end\n")
         except OSError:
             pass
         self.listener.close()

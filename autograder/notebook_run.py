@@ -43,6 +43,12 @@ class Client(NotebookClient):
         self.record.timed_out.add(self._current_index)
         return await super()._async_handle_timeout(timeout, cell)
 
+    def _death_output(self, cell, what: str):
+        """The error output of the test cell the kernel died in (as grading words it)."""
+        said = f"the kernel died while running {what} (os._exit, a crash or running out of memory)"
+        return nbformat.v4.new_output("error", ename="DeadKernelError", evalue=said,
+                                      traceback=[f"DeadKernelError: {said}"])
+
 
 def _client(nb: nbformat.NotebookNode, kernel, timeout: int) -> Client:
     """The runner of ``nb`` in the started ``kernel``, which it stops when the run ends
@@ -109,8 +115,8 @@ def _run_cell(client: Client, tests: TrustedTests | None, record: Execution, cel
             tests.preprocess_cell(cell, {}, index)
             if ("CellTimeoutError", grade_id(cell)) in client.stopped:
                 record.timed_out.add(index)  # the checker stopped the test
-            if client._dead:
-                raise DeadKernelError("the kernel died")
+            if client._dead and tests.died_in == index:  # its output says so (FAIL)
+                record.stopped_because = f"the kernel died while cell {index + 1} ran"
         else:
             client.execute_cell(cell, index)
     except DeadKernelError:

@@ -1,7 +1,7 @@
 """The trusted checker's session with one learner kernel while one notebook is graded:
 requests to the kernel's thin client (:mod:`autograder.kernel_client`) as plain data, its
-replies decoded into values and proxies (:mod:`autograder.remote`), a test served over one
-kernel cell (:meth:`Session.serving`) within the kernel's time limit (stdlib only at import:
+replies decoded into values and proxies (:mod:`autograder.remote`), tests served over one
+kernel cell (:meth:`Session.serving_run`) within the kernel's time limit (stdlib only at import:
 the website's in-page checker imports it too).
 """
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from autograder import kernel_line, wire
+from autograder.kernel_line import Served
 from autograder.remote import Capture, Remote, RemoteModule, proxy
 from autograder.remote_torch import torch_modes
 from autograder.session_errors import CheckStopped, ProtocolError, TimeLimit, learner_exception
@@ -50,58 +51,87 @@ class Session:
         self.on_close: list[Callable[[], None]] = []  # run by close() (built programs' ends)
         self.marks: list[tuple[str, str]] = []  # the last test's output markers (phase())
         self.test_names: dict[str, Any] = {}  # what the test cells defined (LearnerNamespace)
+        self.waiting: set[str] = set()  # the sockets of the run's tests not yet connected
 
     def serving(self, test: Callable[[], Any]) -> Any:
-        """``test()`` run in a thread of the checker while one kernel cell serves it
-        (:func:`autograder.kernel_client.serve_test`): every call the test makes goes over
-        that cell's socket, so a test costs one kernel cell however many calls it makes.
-        Returns what ``test`` returned, or raises what it raised; CheckStopped when the
-        kernel stopped serving first.
+        """:meth:`serving_run` of the one test ``test``: what it returned, or raises what it
+        raised (CheckStopped, TimeLimit as there)."""
+        (served,) = self.serving_run([test])
+        if served.raised is not None:
+            raise served.raised
+        return served.value
 
-        The time limit counts the kernel's time only: until it connects and while it
-        answers a request (the learner's code), never the checker's own work (probes,
-        builds, comparisons), which a loaded machine makes slower for every learner
-        alike. Past the limit the checker interrupts the kernel (TimeLimit), and kills it
-        when the cell has not ended :data:`GRACE` seconds later."""
+    def serving_run(self, tests: list[Callable[[], Any]]) -> list[Served]:
+        """Each of ``tests`` run in turn in a thread of the checker while one kernel cell
+        serves them all (:func:`autograder.kernel_client.serve_tests`), each over a socket
+        of its own: every call a test makes goes over its socket, so a run of tests costs
+        one kernel cell however many calls they make. Returns one :class:`Served` per test
+        begun, in order: its value, or what it raised (CheckStopped when the kernel stopped
+        serving first, TimeLimit past the time limit), and its output markers. The run
+        stops at the first test that raised: the tests after it are not begun. Each test but
+        the first begins with a marker (:meth:`phase`), the first of its ``marks``, where
+        its part of the cell's outputs begins (:mod:`autograder.serving_outputs`).
+
+        The time limit counts the kernel's time only, per test: until it connects and while
+        it answers a request (the learner's code), never the checker's own work (probes,
+        builds, comparisons), which a loaded machine makes slower for every learner alike.
+        Past it the checker interrupts the kernel (TimeLimit), and kills it when the cell has
+        not ended :data:`GRACE` seconds later."""
         import threading
 
-        line = self.line = kernel_line.KernelLine(self.folder, self.timeout)
-        self.marks = []
-        outcome: dict = {}
+        lines = [kernel_line.KernelLine(self.folder, self.timeout) for _ in tests]
+        self.waiting = {line.name for line in lines}  # sockets the kernel will connect to
+        served: list[Served] = []
+        worker = threading.Thread(target=self._serve, args=(tests, lines, served),
+                                  name="checker", daemon=True)
+        worker.start()
+        stopped = None
+        try:
+            self.execute('__import__("autograder.kernel_client", fromlist=["serve_tests"])'
+                         f'.serve_tests(globals(), {str(self.folder.path)!r}, '
+                         f'{tuple(line.name for line in lines)!r})')
+        except CheckStopped as exc:
+            stopped = exc
+        finally:
+            for line in lines:
+                line.kernel_done()
+            worker.join()
+            for line in lines:
+                if line.conn is not None:
+                    line.conn.close()
+                line.listener.close()
+            self.line, self.waiting = None, set()
+        last = served[-1]
+        if lines[len(served) - 1].overran:
+            last.raised = TimeLimit(f"the test ran longer than the time limit "
+                                    f"({self.timeout:g} s of your code's time)")
+        elif stopped is not None:
+            last.raised = stopped
+        return served
 
-        def run():
+    def _serve(self, tests: list, lines: list, served: list[Served]) -> None:
+        """:meth:`serving_run`'s checker thread: each test in turn on its line, until one
+        raises or runs past the time limit (:class:`Served` appended to ``served``)."""
+        for i, (test, line) in enumerate(zip(tests, lines)):
+            self.line, self.marks = line, []
+            served.append(Served(marks=self.marks))
             try:
                 line.accept()
-                outcome["value"] = test()
+                self.waiting.discard(line.name)
+                if i:
+                    self.phase(False)  # where this test's outputs begin
+                served[-1].value = test()
             except BaseException as exc:  # noqa: BLE001 - handed to the grading thread
-                outcome["raised"] = exc
+                served[-1].raised = exc
             finally:
+                stop = served[-1].raised is not None or line.overran
                 if line.overran:
                     self.interrupt()
-                line.finish()
+                line.finish(go_on=not stop)
                 if line.overran and not line.cell_ended.wait(kernel_line.GRACE):
                     self.kill()  # it ignored the interrupt (a handler, a loop in C)
-
-        worker = threading.Thread(target=run, name="checker", daemon=True)
-        worker.start()
-        try:
-            self.execute('__import__("autograder.kernel_client", fromlist=["serve_test"])'
-                         f'.serve_test(globals(), {str(self.folder.path)!r}, {line.name!r})')
-        except CheckStopped:
-            if not line.overran:
-                raise
-        finally:
-            line.kernel_done()
-            worker.join()
-            if line.conn is not None:
-                line.conn.close()
-            self.line = None
-        if line.overran:
-            raise TimeLimit(f"the test ran longer than the time limit ({self.timeout:g} s "
-                            "of your code's time)")
-        if "raised" in outcome:
-            raise outcome["raised"]
-        return outcome.get("value")
+            if stop:
+                return
 
     def _request(self, build: Callable[[str], dict]) -> dict:
         self.n += 1
@@ -259,7 +289,7 @@ class Session:
         return result, changed
 
     def _clean(self) -> None:
-        self.folder.clear()
+        self.folder.clear(keep=self.waiting)
 
     def close(self) -> None:
         for hook in self.on_close:

@@ -2,9 +2,10 @@
 
 :class:`TrustedTests` is what nbgrader's executor (``nbgrader_execute.ResilientExecute``,
 in grading) and ``check``'s cell loop (:mod:`autograder.notebook_run`) hand each test cell
-to: one kernel cell serves the checker (:mod:`autograder.checker`), which runs the whole
-test against the learner's names through plain data; its verdict alone sets the cell's
-error output. It needs no part of nbgrader (a notebook's cells are read by their nbgrader
+to: one kernel cell serves the checker (:mod:`autograder.checker`) for that test and the
+test cells right after it (a run: one kernel cell's round trip for them all), and the
+checker runs each whole test against the learner's names through plain data; its verdict
+alone sets the cell's error output. It needs no part of nbgrader (a notebook's cells are read by their nbgrader
 metadata), so ``check`` runs without importing nbgrader.
 
 What the grader saw stop a notebook's cells (a cell it interrupted after the time limit,
@@ -21,9 +22,9 @@ import nbformat
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from autograder import checker, probe
-from autograder.kernel_client import SERVING
 from autograder.kernel_messages import UnreadableMessage
 from autograder.session import Session
+from autograder.serving_outputs import shown, split_by_test
 from autograder.session_errors import CheckStopped, ProtocolError, TimeLimit
 
 IOPUB_LATE = ("\n[output cut: the rest of this cell's output had not arrived {s} s after "
@@ -34,10 +35,10 @@ class TrustedTests:
     """The test cells of one notebook graded by the trusted checker (:mod:`autograder.checker`).
 
     The checker runs each test cell whole, hidden part included, against the learner's
-    names through plain data, while one kernel cell serves it (the visible parts' prints
-    and the learner's output during them are the display); its verdict alone sets the
-    cell's points: an error output when it
-    failed, none when it passed. The setup cells (locked instructor code) run in the
+    names through plain data, while one kernel cell serves it and the test cells after it
+    (the visible parts' prints and the learner's output during them are each one's
+    display); its verdict alone sets the cell's points: an error output when it failed,
+    none when it passed. The setup cells (locked instructor code) run in the
     checker too. A broken protocol is ``TamperingDetected`` for this and every later test.
     """
 
@@ -49,6 +50,11 @@ class TrustedTests:
         self.session = None
         self.folder = None
         self.broken = ""  # what broke the protocol, once it has
+        self._served: dict[int, list] = {}  # later tests of a run, served: their outputs
+        self._run: list = []  # (index, cell) of the tests of the run being served
+        self._outputs: list = []  # the serving cell's outputs
+        self._stop = None  # ("dead" | "unreadable", exc): what stopped the run's kernel
+        self.died_in: int | None = None  # the index of the test cell the kernel stopped in
         # Whether a hidden part has run (its inputs were sent to the kernel): from then on
         # no output of the kernel's is kept outside a test cell's visible display.
         self.hidden_sent = False
@@ -77,6 +83,9 @@ class TrustedTests:
     def preprocess_cell(self, cell, resources, index):
         meta = cell.get("metadata", {}).get("nbgrader", {})
         ex = self.executor
+        if index in self._served:  # a test served by an earlier cell's run
+            cell.outputs = self._served.pop(index)
+            return cell, resources
         if meta.get("grade") and not meta.get("solution"):
             return self._test_cell(cell, resources, index)
         if meta.get("locked") and not meta.get("solution"):
@@ -92,29 +101,50 @@ class TrustedTests:
                 for o in cell.outputs if o.get("output_type") == "error"]
         return cell, resources
 
+    def holds(self, index: int) -> bool:
+        """Whether test cell ``index`` was served by an earlier cell's run: its outputs are
+        kept here (:meth:`preprocess_cell` sets them), whatever the kernel did after it."""
+        return index in self._served
+
     def _test_cell(self, cell, resources, index):
-        """One kernel cell serves the checker, which runs the whole test; the verdict alone
-        sets the cell's error output, the visible parts' prints its display."""
+        """One kernel cell serves the checker, which runs this test and the test cells that
+        follow it, up to the next cell of another kind (:func:`_run_from`), each whole;
+        each verdict alone sets its cell's error output, the visible parts' prints its
+        display. The later cells' outputs wait in :meth:`holds` for their turn."""
         ex = self.executor
         if self.broken:  # the protocol is broken: nothing more is asked of the kernel
             cell.outputs = [_error(TAMPERING_ERROR, self.broken)]
             return cell, resources
-        self._cell, self._index, self._outputs = cell, index, []
-        verdict = self._verdict(cell)
-        if ex._dead:
-            return cell, resources
-        marks = self.session.marks if self.session is not None else []
-        self.hidden_sent = self.hidden_sent or any(m[0] == "hidden" for m in marks)
-        cell.outputs = _shown(self._outputs, marks) + ([_error(*verdict)] if verdict else [])
+        self._run, self._outputs, self._stop = _run_from(self.nb, index, cell), [], None
+        results = self._verdicts()
+        parts = split_by_test(self._outputs, [marks for _, marks in results])
+        for n, ((at, test), (verdict, marks), outputs) in enumerate(zip(self._run, results,
+                                                                        parts)):
+            self.hidden_sent = self.hidden_sent or any(m[0] == "hidden" for m in marks)
+            test.outputs = shown(outputs, marks) + (
+                [self._stopped(at, test)] if self._stop and n == len(results) - 1 else
+                [_error(*verdict)] if verdict else [])
+            if at != index:
+                self._served[at] = test.outputs
         ex.nb["cells"][index] = cell  # nbclient put the serving cell in its place
         return cell, resources
 
+    def _stopped(self, at: int, cell):
+        """The error output of ``cell`` (index ``at``), the test the kernel died in or broke
+        the protocol in (``self._stop``, noted by :meth:`_rpc`)."""
+        ex, (kind, exc) = self.executor, self._stop
+        self.died_in = at
+        if kind == "unreadable":
+            return ex.unreadable(exc, cell)
+        ex.stopped.append(("DeadKernelError", _where(cell)))
+        return ex._death_output(cell, "this test")
+
     def _rpc(self, code: str) -> None:
-        ex, cell = self.executor, self._cell
+        ex, (index, cell) = self.executor, self._run[0]
         call = checker.new_cell_like(cell, code)
-        ex._checker_bounded = call  # no limit from nbclient: the checker's (Session.serving)
+        ex._checker_bounded = call  # no limit from nbclient: the checker's (Session.serving_run)
         try:
-            ex.execute_cell(call, self._index, store_history=False)
+            ex.execute_cell(call, index, store_history=False)
         except CellTimeoutError as exc:  # output still arriving after the cell ended
             if "IOPub" not in str(exc):
                 raise
@@ -122,34 +152,61 @@ class TrustedTests:
                 "stream", name="stdout", text=IOPUB_LATE.format(s=ex.iopub_timeout)))
         except DeadKernelError:
             ex._dead = True
-            ex.stopped.append(("DeadKernelError", _where(cell)))
-            cell.outputs = call.outputs + [ex._death_output(cell, "this test")]
-            raise CheckStopped("the kernel died while the checker ran this "
-                                            "test") from None
+            self._stop = ("dead", None)
+            raise CheckStopped("the kernel died while the checker ran this test") from None
         except UnreadableMessage as exc:  # the executor stops the kernel, as for a death
-            cell.outputs = call.outputs + [ex.unreadable(exc, cell)]
+            self._stop = ("unreadable", exc)
             raise CheckStopped("the kernel broke the protocol") from None
         finally:
             self._outputs = call.outputs
             ex._checker_bounded = None
 
-    def _verdict(self, cell):
+    def _verdicts(self) -> list[tuple[tuple[str, str] | None, list]]:
+        """(verdict, output markers) of each test of the run begun, in order: the run
+        stops at a test the kernel did not finish (its time limit, its death, a broken
+        protocol)."""
         try:
             session = self._session()
             if self.setup is None:
                 self.setup = checker.setup_namespace(self.setup_sources)
                 self.setup.update(checker.built_functions(self.assignment, session))
-            return checker.run_test(session, cell.source, self.setup, _where(cell))
-        except ProtocolError as exc:
+            served = session.serving_run([
+                checker.test_of(session, test.source, self.setup, _where(test))
+                for _, test in self._run])
+        except (ProtocolError, CheckStopped) as exc:  # before the first test began
+            return [(self._verdict_of(exc, self._run[0][1]), [])]
+        return [(s.value if s.raised is None else self._verdict_of(s.raised, test), s.marks)
+                for (_, test), s in zip(self._run, served)]
+
+    def _verdict_of(self, exc: BaseException, cell) -> tuple[str, str]:
+        """The verdict of test ``cell`` stopped by ``exc`` (raised again when it is not a
+        stop of the checker's)."""
+        if isinstance(exc, ProtocolError):
             self.broken = f"the kernel broke the checker's protocol in {_where(cell)}: {exc}"
             return TAMPERING_ERROR, self.broken
-        except TimeLimit as exc:
+        if isinstance(exc, TimeLimit):
             self.executor.stopped.append(("CellTimeoutError", _where(cell)))
             return "CellTimeoutError", str(exc)
-        except CheckStopped as exc:
+        if isinstance(exc, CheckStopped):
             if self.executor._dead:
                 return "DeadKernelError", str(exc)
             return "CellTimeoutError" if "time limit" in str(exc) else "CheckStopped", str(exc)
+        raise exc
+
+
+def _run_from(nb, index: int, cell) -> list[tuple[int, object]]:
+    """(index, cell) of the test ``cell`` at ``index`` and of the test cells after it, up
+    to the next code cell that is not a test (markdown cells between them run nothing)."""
+    run = [(index, cell)]
+    for at in range(index + 1, len(nb.cells)):
+        later = nb.cells[at]
+        if later.cell_type != "code":
+            continue
+        meta = later.get("metadata", {}).get("nbgrader", {})
+        if not (meta.get("grade") and not meta.get("solution")):
+            break
+        run.append((at, later))
+    return run
 
 
 def _builtin_name(ename) -> str:
@@ -173,25 +230,6 @@ def _signal(km, signum: int) -> None:
             proc.send_signal(signum)
         except OSError:
             pass
-
-
-def _shown(outputs, marks: list[tuple[str, str]]) -> list:
-    """A test cell's display: the stdout and displays of the serving cell outside the
-    hidden parts (:func:`autograder.kernel_client._mark`): what the visible code printed
-    and what the learner's code printed when it called it. Errors and results are not the
-    verdict. The markers must be the checker's ``marks``, in order: otherwise (a marker
-    forged, replayed or suppressed by the learner's code) nothing is shown."""
-    shown, hidden, seen = [], False, []
-    for o in outputs:
-        if o.get("output_type") == "display_data" and SERVING in o.get("metadata", {}):
-            mark = o["metadata"][SERVING]
-            seen.append((mark.get("phase"), mark.get("token")) if isinstance(mark, dict) else None)
-            hidden = seen[-1] is None or seen[-1][0] != "visible"
-            continue
-        if not hidden and (o.get("output_type") == "display_data" or (
-                o.get("output_type") == "stream" and o.get("name") == "stdout")):
-            shown.append(o)
-    return shown if seen == list(marks) else []
 
 
 TAMPERING_ERROR = "TamperingDetected"

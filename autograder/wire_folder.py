@@ -63,9 +63,12 @@ class Folder:
             raise WireError(f"{name} is not a regular file")
         return f
 
-    def clear(self) -> None:
-        """Remove every entry (links themselves, not what they point to)."""
+    def clear(self, keep: frozenset[str] | set[str] = frozenset()) -> None:
+        """Remove every entry but those named in ``keep`` (links themselves, not what they
+        point to)."""
         for name in os.listdir(self.fd):
+            if name in keep:
+                continue
             try:
                 os.unlink(name, dir_fd=self.fd)
             except OSError:  # a folder someone made here: left, never followed

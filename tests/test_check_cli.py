@@ -315,6 +315,29 @@ def test_endless_loop_is_a_timed_out_row(tmp_path):
     assert "CellTimeoutError" not in proc.stdout + proc.stderr
 
 
+def test_a_kernel_that_dies_in_a_test_fails_that_test_and_keeps_the_ones_before(tmp_path):
+    """softmax ends the kernel (os._exit) when it gets an empty row: test_softmax_empty
+    fails with the death, the two softmax tests before it (served in the same kernel cell)
+    keep their PASS, and the tests after it are not run; no traceback of the check's own."""
+    def edit(nb):
+        for c in nb.cells:
+            if grade_id(c) == "softmax":
+                c.source += ("\nimport os\n_softmax = softmax\n\n\ndef softmax(row):\n"
+                             "    if len(row) == 0:\n        os._exit(1)\n"
+                             "    return _softmax(row)\n")
+
+    proc = _check(_write(tmp_path, EX01, edit=edit))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = _rows(proc)
+    assert " PASS " in rows["test_softmax_known_values"]
+    assert " PASS " in rows["test_softmax_stable"]
+    assert " FAIL " in rows["test_softmax_empty"] and \
+        "DeadKernelError: the kernel died while running this test" in rows["test_softmax_empty"]
+    assert " NOT RUN " in rows["test_attention_worked_example"] and \
+        "the kernel died while cell" in rows["test_attention_worked_example"]
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
 def test_check_missing_notebook_is_a_clear_error_with_a_suggestion(tmp_path):
     proc = _check(tmp_path / "nope.ipynb")
     assert proc.returncode == 2 and "no notebook" in proc.stderr

@@ -81,6 +81,18 @@ def _corpus():
     # The kernel dies right after the softmax tests: those 3 points are kept, the rest lost.
     c["os_exit"] = (_insert_after(filled_notebook(A), "test_softmax_empty",
                                   "import os\nos._exit(1)"), 3.0, "kernel-died")
+    # The kernel dies in the third of the softmax tests, which one kernel cell serves
+    # together: the two served before it keep their points.
+    c["dies_in_a_later_test"] = (_insert_after(
+        filled_notebook(A), "softmax", "import os\n_softmax = softmax\n\n\ndef softmax(row):\n"
+        "    if len(row) == 0:\n        os._exit(1)\n    return _softmax(row)"), 2.0, "kernel-died")
+    # softmax prints each row it gets and makes the kernel die at the first hidden one
+    # (none of the visible rows has one number), after its print has left.
+    c["dies_after_printing_hidden_inputs"] = (_insert_after(
+        filled_notebook(A), "softmax", "import os, sys, time\n_softmax = softmax\n\n\n"
+        "def softmax(row):\n    print('INPUT', row)\n    if len(row) == 1:\n"
+        "        sys.stdout.flush()\n        time.sleep(0.5)\n        os._exit(1)\n"
+        "    return _softmax(row)"), 0.0, "kernel-died")
     c["segfault"] = (_insert_after(filled_notebook(A), "test_softmax_empty",
                                    "import ctypes\nctypes.string_at(0)"), 3.0, "kernel-died")
     # Hidden inputs never reach the learner's feedback (found by the adversarial review):
@@ -208,6 +220,20 @@ def test_hidden_inputs_never_reach_the_feedback(corpus_run):
     assert not any("LEAKED" in t for t in texts), [t for t in texts if "LEAKED" in t]
     assert "output is not shown" in "".join(
         o.get("text", "") for o in nb.cells[-1].get("outputs", []))
+
+
+def test_a_kernel_that_dies_in_a_hidden_part_shows_only_what_the_visible_part_printed(
+        corpus_run):
+    """The test cell the kernel died in keeps the display of its visible part, then the
+    death; what the learner's code printed once the hidden inputs came is not kept."""
+    _, _, _, _, root = corpus_run
+    nb = nbformat.read(root / "ws" / "autograded" / "dies_after_printing_hidden_inputs" / A /
+                       f"{A}.ipynb", as_version=4)
+    outputs = _cell(nb, "test_softmax_known_values").outputs
+    texts = [o.get("text", "") for o in outputs if o.get("output_type") == "stream"]
+    assert texts == ["INPUT [1.0, 2.0, 3.0]\n"], outputs
+    assert [o.get("ename") for o in outputs if o.get("output_type") == "error"] == [
+        "DeadKernelError"]
 
 
 def test_resume_after_sigkill(tmp_path):

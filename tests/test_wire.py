@@ -102,6 +102,76 @@ def test_one_kernel_cell_serves_every_call_of_a_test(tmp_path):
     assert list(tmp_path.iterdir()) == []  # requests, replies and the socket are gone
 
 
+def test_a_run_of_test_cells_is_served_by_one_kernel_cell(tmp_path):
+    """Consecutive test cells cost one kernel cell: each test is served over a socket of
+    its own, in order, each but the first behind a marker of its own; a test that raised
+    ends the run (the kernel's cell ends, the tests after it are not begun)."""
+    cells, shown = [], []
+    namespace = {"double": lambda xs: [2 * x for x in xs]}
+
+    def execute(code):
+        cells.append(code)
+        exec(code, namespace)
+
+    import autograder.kernel_client as kc
+
+    real_mark = kc._mark
+    kc._mark = lambda phase, token: shown.append((phase, token))
+    try:
+        session = Session(execute, tmp_path)
+        served = session.serving_run([
+            lambda: session.resolve("double")([1.0]),
+            lambda: session.resolve("double")([2.0]),
+            lambda: session.resolve("double")([3.0]),
+        ])
+        assert [s.value for s in served] == [[2.0], [4.0], [6.0]] and len(cells) == 1
+        assert [s.raised for s in served] == [None, None, None]
+        assert [len(s.marks) for s in served] == [0, 1, 1]  # the first needs no marker
+        assert shown == [served[1].marks[0], served[2].marks[0]]
+        assert {m[0] for s in served for m in s.marks} == {"visible"}
+
+        def stops():
+            raise CheckStopped("the kernel stopped answering")
+
+        began = []
+        served = session.serving_run([lambda: session.resolve("double")([1.0]), stops,
+                                      lambda: began.append("third")])
+        assert len(cells) == 2 and began == [] and len(served) == 2
+        assert served[0].value == [2.0] and isinstance(served[1].raised, CheckStopped)
+    finally:
+        kc._mark = real_mark
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith("line-")] == []
+
+
+def test_a_runs_outputs_are_split_test_by_test_at_the_checkers_markers():
+    """Each test of a run gets the outputs from its own first marker to the next test's;
+    a marker suppressed, replayed or moved by the learner's code leaves every test of the
+    run without output (the verdicts do not depend on it)."""
+    from autograder.kernel_client import SERVING
+    from autograder.serving_outputs import shown, split_by_test
+
+    def mark(phase, token):
+        return {"output_type": "display_data", "data": {"text/plain": ""},
+                "metadata": {SERVING: {"phase": phase, "token": token}}}
+
+    def out(text):
+        return {"output_type": "stream", "name": "stdout", "text": text}
+
+    marks = [[("hidden", "h1")], [("visible", "b2"), ("hidden", "h2")], [("visible", "b3")]]
+    outputs = [out("one"), mark("hidden", "h1"), out("secret 1"), mark("visible", "b2"),
+               out("two"), mark("hidden", "h2"), out("secret 2"), mark("visible", "b3"),
+               out("three")]
+    parts = split_by_test(outputs, marks)
+    assert [[o["text"] for o in shown(p, m)] for p, m in zip(parts, marks)] == [
+        ["one"], ["two"], ["three"]]
+    for bad in ([o for o in outputs if o != mark("visible", "b2")],  # suppressed
+                outputs[:4] + [mark("visible", "b3")] + outputs[4:],  # replayed early
+                outputs[7:] + outputs[:7]):  # out of order
+        assert split_by_test(bad, marks) == [[], [], []]
+    forged = outputs[:2] + [mark("visible", "h1")] + outputs[2:]  # a marker of its own
+    assert [shown(p, m) for p, m in zip(split_by_test(forged, marks), marks)][0] == []
+
+
 def test_a_kernel_that_does_not_serve_or_answers_another_request_breaks_the_protocol(tmp_path):
     import autograder.kernel_client as kc
 
@@ -317,7 +387,7 @@ def test_the_display_is_cut_at_the_checkers_markers_and_dropped_when_they_are_fo
     import nbformat
 
     from autograder.kernel_client import SERVING
-    from autograder.trusted_tests import _shown
+    from autograder.serving_outputs import shown
 
     def out(text):
         return nbformat.v4.new_output("stream", name="stdout", text=text)
@@ -329,10 +399,10 @@ def test_the_display_is_cut_at_the_checkers_markers_and_dropped_when_they_are_fo
     marks = [("hidden", "a1"), ("visible", "b2")]
     outputs = [out("seen"), mark("hidden", "a1"), out("secret input"), mark("visible", "b2"),
                out("seen too")]
-    assert [o.text for o in _shown(outputs, marks)] == ["seen", "seen too"]
+    assert [o.text for o in shown(outputs, marks)] == ["seen", "seen too"]
     forged = outputs[:3] + [mark("visible", "a1")] + outputs[3:]  # a replayed token
-    assert _shown(forged, marks) == []
-    assert _shown(outputs[:1] + outputs[2:], marks) == []  # the hidden marker suppressed
+    assert shown(forged, marks) == []
+    assert shown(outputs[:1] + outputs[2:], marks) == []  # the hidden marker suppressed
 
 
 # --- torch tensors and modules (ex05, ex07) -------------------------------------------------
