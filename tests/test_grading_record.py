@@ -318,27 +318,20 @@ def test_a_row_read_alone_equals_the_row_read_with_the_class_in_a_few_queries(wo
     end of a run all rows in batches (record.submissions): the same rows, each alone in a
     handful of queries (nbgrader's lazy loading takes 17 for a row of three tests:
     a worker that used ``find_submission`` would fail the count)."""
-    from sqlalchemy import event
-
     state = load_state(workspace)
     with open_gradebook(workspace) as gb:
         loaded = dict(record.submissions(gb))
         batched = {k: copy.deepcopy(state[k]) for k in loaded}
         for row in batched.values():
             assert record.score_from_gradebook(row, gb, loaded)
-    statements = []
-    with open_gradebook(workspace) as gb:
-        count = lambda *args: statements.append(args[2])  # noqa: E731 - the statement
-        event.listen(gb.engine, "before_cursor_execute", count)
-        try:
-            for key, expected in batched.items():
-                row, before = copy.deepcopy(state[key]), len(statements)
-                assert record.score_from_gradebook(row, gb)
-                assert row == expected and len(row.tests) == 3
-                assert len(statements) - before <= 6, statements[before:]
-            assert record.submission(gb, X, "zoe") is None
-        finally:
-            event.remove(gb.engine, "before_cursor_execute", count)
+    with open_gradebook(workspace) as gb, _counted() as seen:
+        statements = seen["statements"]
+        for key, expected in batched.items():
+            row, before = copy.deepcopy(state[key]), len(statements)
+            assert record.score_from_gradebook(row, gb)
+            assert row == expected and len(row.tests) == 3
+            assert len(statements) - before <= 6, statements[before:]
+        assert record.submission(gb, X, "zoe") is None
 
 
 def _feedback_cells(n: int = 3):
