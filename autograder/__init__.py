@@ -79,8 +79,9 @@ Answers, and how they are judged:
 - :mod:`~autograder.checker` (258 lines): the trusted checker: hidden tests
   run in the grader, the learner's names are proxies served by the kernel (stdlib only at
   import, as are its parts: the website's in-page checker too). Its parts:
-  :mod:`~autograder.session` (300 lines): the session with one learner kernel, requests
-  and replies as plain data, a run of tests served over one kernel cell;
+  :mod:`~autograder.session` (248 lines): the session with one learner kernel, requests
+  and replies as plain data; :mod:`~autograder.serving_run` (87 lines): a run of tests
+  served over one kernel cell, the checker's thread beside it;
   :mod:`~autograder.kernel_line` (127 lines): the socket a test is served over, the
   kernel's time on it and what the test came to; :mod:`~autograder.session_errors` (46 lines): how a session ends
   early (a broken protocol, a stopped kernel, the time limit) and the learner's

@@ -11,11 +11,11 @@ import secrets
 from pathlib import Path
 from typing import Any, Callable
 
-from autograder import kernel_line, wire
+from autograder import kernel_line, serving_run, wire
 from autograder.kernel_line import Served
 from autograder.remote import Capture, Remote, RemoteModule, proxy
 from autograder.remote_torch import torch_modes
-from autograder.session_errors import CheckStopped, ProtocolError, TimeLimit, learner_exception
+from autograder.session_errors import ProtocolError, learner_exception
 
 
 class Session:
@@ -76,62 +76,9 @@ class Session:
         it answers a request (the learner's code), never the checker's own work (probes,
         builds, comparisons), which a loaded machine makes slower for every learner alike.
         Past it the checker interrupts the kernel (TimeLimit), and kills it when the cell has
-        not ended :data:`GRACE` seconds later."""
-        import threading
-
-        lines = [kernel_line.KernelLine(self.folder, self.timeout) for _ in tests]
-        self.waiting = {line.name for line in lines}  # sockets the kernel will connect to
-        served: list[Served] = []
-        worker = threading.Thread(target=self._serve, args=(tests, lines, served),
-                                  name="checker", daemon=True)
-        worker.start()
-        stopped = None
-        try:
-            self.execute('__import__("autograder.kernel_client", fromlist=["serve_tests"])'
-                         f'.serve_tests(globals(), {str(self.folder.path)!r}, '
-                         f'{tuple(line.name for line in lines)!r})')
-        except CheckStopped as exc:
-            stopped = exc
-        finally:
-            for line in lines:
-                line.kernel_done()
-            worker.join()
-            for line in lines:
-                if line.conn is not None:
-                    line.conn.close()
-                line.listener.close()
-            self.line, self.waiting = None, set()
-        last = served[-1]
-        if lines[len(served) - 1].overran:
-            last.raised = TimeLimit(f"the test ran longer than the time limit "
-                                    f"({self.timeout:g} s of your code's time)")
-        elif stopped is not None:
-            last.raised = stopped
-        return served
-
-    def _serve(self, tests: list, lines: list, served: list[Served]) -> None:
-        """:meth:`serving_run`'s checker thread: each test in turn on its line, until one
-        raises or runs past the time limit (:class:`Served` appended to ``served``)."""
-        for i, (test, line) in enumerate(zip(tests, lines)):
-            self.line, self.marks = line, []
-            served.append(Served(marks=self.marks))
-            try:
-                line.accept()
-                self.waiting.discard(line.name)
-                if i:
-                    self.phase(False)  # where this test's outputs begin
-                served[-1].value = test()
-            except BaseException as exc:  # noqa: BLE001 - handed to the grading thread
-                served[-1].raised = exc
-            finally:
-                stop = served[-1].raised is not None or line.overran
-                if line.overran:
-                    self.interrupt()
-                line.finish(go_on=not stop)
-                if line.overran and not line.cell_ended.wait(kernel_line.GRACE):
-                    self.kill()  # it ignored the interrupt (a handler, a loop in C)
-            if stop:
-                return
+        not ended :data:`~autograder.kernel_line.GRACE` seconds later; so too a cell that has
+        not ended within the time limit once its tests are done (:mod:`autograder.serving_run`)."""
+        return serving_run.serve(self, tests)
 
     def _request(self, build: Callable[[str], dict]) -> dict:
         self.n += 1

@@ -93,6 +93,13 @@ def _corpus():
         "def softmax(row):\n    print('INPUT', row)\n    if len(row) == 1:\n"
         "        sys.stdout.flush()\n        time.sleep(0.5)\n        os._exit(1)\n"
         "    return _softmax(row)"), 0.0, "kernel-died")
+    # The kernel's client wrapped to keep its cell busy once the checker is done: the cell
+    # is interrupted after the time limit, and the tests keep their verdicts.
+    c["lingers_after_its_tests"] = (_insert_after(
+        filled_notebook(A), "softmax", "import time\nimport autograder.kernel_client as kc\n"
+        "_serve = kc.serve_tests\n\n\ndef serve_tests(*args):\n    _serve(*args)\n"
+        "    kc.serve_tests = _serve  # once\n    time.sleep(10**6)\n\n\n"
+        "kc.serve_tests = serve_tests"), FULL, "graded")
     c["segfault"] = (_insert_after(filled_notebook(A), "test_softmax_empty",
                                    "import ctypes\nctypes.string_at(0)"), 3.0, "kernel-died")
     # Hidden inputs never reach the learner's feedback (found by the adversarial review):

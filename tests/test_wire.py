@@ -303,6 +303,44 @@ def test_a_kernel_that_hangs_is_interrupted_and_one_that_ignores_that_is_killed(
     assert interrupted.is_set() and killed.is_set()
 
 
+def test_a_cell_that_does_not_end_once_its_tests_are_done_is_interrupted_then_killed(
+        tmp_path, monkeypatch):
+    """A learner's code that keeps the serving cell busy after the checker said ``done``
+    (a wrapped client, a hook after each cell) does not hold the grader: past the time
+    limit the kernel is interrupted, and killed GRACE s later; the verdicts stay."""
+    import threading
+
+    from autograder import kernel_line
+
+    interrupted, killed = threading.Event(), threading.Event()
+    namespace = {"double": lambda xs: [2 * x for x in xs]}
+
+    def lingers(code):
+        exec(code, namespace)  # the tests are served
+        if not interrupted.wait(60):
+            raise AssertionError("never interrupted")
+
+    session = Session(lingers, tmp_path, timeout=0.2)
+    session.interrupt, session.kill = interrupted.set, killed.set
+    assert session.serving(lambda: session.resolve("double")([1.0])) == [2.0]
+    assert interrupted.is_set() and not killed.is_set()
+
+    interrupted.clear()
+    monkeypatch.setattr(kernel_line, "GRACE", 0.2)
+
+    def ignores_the_interrupt(code):
+        exec(code, namespace)
+        if not killed.wait(60):
+            raise AssertionError("never killed")
+        raise CheckStopped("the kernel died")  # what the executor says of a killed kernel
+
+    session = Session(ignores_the_interrupt, tmp_path, timeout=0.2)
+    session.interrupt, session.kill = interrupted.set, killed.set
+    served = session.serving_run([lambda: session.resolve("double")([1.0])])
+    assert interrupted.is_set() and killed.is_set()
+    assert served[0].value == [2.0] and isinstance(served[0].raised, CheckStopped)
+
+
 def test_links_laid_by_the_kernel_reroute_no_write_and_no_read(tmp_path):
     """The kernel can write the exchange folder: a link it lays where the checker will
     write or read, or in place of the folder itself, is refused, never followed."""
