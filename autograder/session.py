@@ -106,7 +106,8 @@ class Session:
         if "raised" in reply:
             raise learner_exception(reply["raised"])
         if "value" not in reply:
-            raise ProtocolError(f"the kernel's reply says {str(reply.get('error'))[:200]!r}")
+            raise ProtocolError("the kernel's reply holds no value")  # nor its words: they
+            # would carry what the learner's code chose into the feedback
         return self._decode(reply["value"], rid_prefix)
 
     def _decode(self, tree, rid_prefix: str):

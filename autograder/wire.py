@@ -135,7 +135,7 @@ def decode(tree: Any, arrays: Arrays, *, handle=None, depth: int = 0, count: lis
     if depth > MAX_DEPTH or count[0] > MAX_ITEMS:
         raise WireError("a message nested or long past the limits")
     if type(tree) is not dict or tree.get("t") not in _TAGS:
-        raise WireError(f"a node that is not plain data: {str(tree)[:80]!r}")
+        raise WireError(f"a node that is not plain data (a {type(tree).__name__})")
     t, v = tree["t"], tree.get("v")
     if t == "plain":
         if v is None or type(v) is bool or (type(v) is str and len(v) <= MAX_STR):

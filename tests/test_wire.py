@@ -60,6 +60,42 @@ def test_malformed_nodes_are_refused(tree, tmp_path):
         wire.decode(tree, wire.Arrays(tmp_path, "m"))
 
 
+def test_no_text_of_the_kernels_reaches_a_refusals_message(tmp_path):
+    """A refused reply is a broken protocol whose message reaches the learner's feedback
+    (TamperingDetected): it names what was wrong, never quotes the kernel's own text, which
+    could carry what the learner's code saw (the hidden inputs) past every filter."""
+    secret = "LEAKED-4.387629070651185"
+    refused = [{"t": secret}, {"t": "ndarray", "file": f"m-{secret}.npy"},
+               {"t": "tensor", "dtype": secret, "device": "cpu", "file": "m-0.npy"},
+               {"t": "tensor", "dtype": "float32", "device": secret[:20], "file": "m-0.npy"},
+               {"t": "torch", "dtype": secret}, [secret]]
+    for tree in refused:
+        with pytest.raises(wire.WireError) as caught:
+            wire.decode(tree, wire.Arrays(tmp_path, "m"))
+        assert "LEAKED" not in str(caught.value), str(caught.value)
+    with open(tmp_path / "m-0.npy", "wb") as f:  # a header holding the text
+        f.write(np.lib.format.magic(1, 0) + b"\x40\x00{'descr': '" + secret.encode() + b"'}")
+    with pytest.raises(wire.WireError) as caught:
+        wire.Arrays(tmp_path, "m").read("m-0.npy")
+    assert "LEAKED" not in str(caught.value), str(caught.value)
+
+    def says_why(code):
+        import autograder.kernel_client as kc
+
+        real = kc._run
+        kc._run = lambda *args: {"error": secret}
+        try:
+            exec(code, {})
+        finally:
+            kc._run = real
+
+    (tmp_path / "x").mkdir()
+    session = Session(says_why, tmp_path / "x")
+    with pytest.raises(ProtocolError) as caught:
+        session.serving(lambda: session.resolve("softmax"))
+    assert "LEAKED" not in str(caught.value), str(caught.value)
+
+
 def test_array_files_are_checked_before_their_data_is_read(tmp_path):
     arrays = wire.Arrays(tmp_path, "m")
     np.save(tmp_path / "m-0.npy", np.array(["text"]))  # a string dtype
