@@ -61,6 +61,7 @@ HIDDEN_TEST_FILES = {
     "autograder/session.py": "session.py",  # the checker's parts
     "autograder/session_errors.py": "session_errors.py",
     "autograder/kernel_line.py": "kernel_line.py",
+    "autograder/serving_run.py": "serving_run.py",
     "autograder/remote.py": "remote.py",
     "autograder/remote_torch.py": "remote_torch.py",
     "autograder/wire.py": "wire.py",
