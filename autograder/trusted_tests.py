@@ -5,8 +5,8 @@ in grading) and ``check``'s cell loop (:mod:`autograder.notebook_run`) hand each
 to: one kernel cell serves the checker (:mod:`autograder.checker`) for that test and the
 test cells right after it (a run: one kernel cell's round trip for them all), and the
 checker runs each whole test against the learner's names through plain data; its verdict
-alone sets the cell's error output. It needs no part of nbgrader (a notebook's cells are read by their nbgrader
-metadata), so ``check`` runs without importing nbgrader.
+alone sets the cell's error output. It needs no part of nbgrader (a notebook's cells are
+read by their nbgrader metadata), so ``check`` runs without importing nbgrader.
 
 What the grader saw stop a notebook's cells (a cell it interrupted after the time limit,
 the cell the kernel died in) is its executor's ``stopped`` list, one per notebook; grading
