@@ -168,7 +168,7 @@ The grader's machinery (never in the learner's kernel):
   of a submission (resilient, output capped, sandboxed and profiled).
 - :mod:`~autograder.phase_times` (34 lines): seconds per grading phase in a worker,
   for ``bench_grading.py --profile`` (add, timed, take).
-- :mod:`~autograder.trusted_tests` (262 lines): a notebook's test cells handed to the
+- :mod:`~autograder.trusted_tests` (269 lines): a notebook's test cells handed to the
   trusted checker, one serving kernel cell per run of consecutive test cells (grading's
   executor and ``check``'s cell loop use it; it needs no part of nbgrader); what stopped
   the cells, kept in the autograded notebook's metadata.

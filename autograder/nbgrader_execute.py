@@ -17,7 +17,7 @@ from autograder import kernel_memory, phase_times, sandboxed_kernel
 from autograder.kernel_messages import DROPPED, UnreadableMessage, read_safely, repair_outputs
 from autograder.exercises import trusted
 from autograder.trusted_tests import (GRADER_KEY, IOPUB_LATE, TAMPERING_ERROR, TrustedTests,
-                                      _error, _where, record_stopped)
+                                      _error, _where, died_output, record_stopped)
 
 
 # What one cell's outputs may hold (stream text, each display's data): far above any honest
@@ -181,8 +181,7 @@ class ResilientExecute(Execute):
             return _error("MemoryError", f"the kernel was stopped while running {what}: it "
                           f"used more than the memory cap ({mib} MiB; shared memory, files in "
                           "/tmp and /dev/shm and the processes it started count)")
-        return _error("DeadKernelError", f"the kernel died while running {what} (os._exit, "
-                      "a crash or running out of memory)")
+        return died_output(what)
 
 
 class SandboxedExecute(ResilientExecute):

@@ -16,7 +16,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from autograder import check_kernel, probe, torch_probe_process
 from autograder.checker import setup_and_solution_cells
 from autograder.python_only import BANNED_MODULES
-from autograder.trusted_tests import TrustedTests
+from autograder.trusted_tests import TrustedTests, died_output
 from autograder.verdicts import Execution, grade_id
 
 
@@ -44,10 +44,8 @@ class Client(NotebookClient):
         return await super()._async_handle_timeout(timeout, cell)
 
     def _death_output(self, cell, what: str):
-        """The error output of the test cell the kernel died in (as grading words it)."""
-        said = f"the kernel died while running {what} (os._exit, a crash or running out of memory)"
-        return nbformat.v4.new_output("error", ename="DeadKernelError", evalue=said,
-                                      traceback=[f"DeadKernelError: {said}"])
+        """The error output of the test cell the kernel died in (grading's words)."""
+        return died_output(what)
 
 
 def _client(nb: nbformat.NotebookNode, kernel, timeout: int) -> Client:

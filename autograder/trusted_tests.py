@@ -257,6 +257,13 @@ def _where(cell) -> str:
         "a cell of your own"
 
 
+def died_output(what: str):
+    """The error output of a cell the kernel died in, ``what`` naming it ("this test"):
+    grading's and ``check``'s words for a death that is not the memory cap's."""
+    return _error("DeadKernelError", f"the kernel died while running {what} (os._exit, a "
+                  "crash or running out of memory)")
+
+
 def _error(ename: str, evalue: str):
     return nbformat.v4.new_output("error", ename=ename, evalue=evalue,
                                   traceback=[f"{ename}: {evalue}"])
